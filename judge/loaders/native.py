@@ -1,0 +1,96 @@
+"""expjudge's native task and submission JSON, and file dispatch between formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from judge.errors import InputError, SubmissionFormatError, TaskFormatError
+from judge.loaders.expbench import RUN_FILE, describe_run, load_expbench_tasks, submission_from_run
+from judge.models import Submission, Task
+
+
+def _first_error(exc: ValidationError, prefix: str) -> tuple[str, str]:
+    error = exc.errors()[0]
+    loc = ".".join(str(p) for p in error["loc"])
+    return error["msg"], f"{prefix}.{loc}" if loc else prefix
+
+
+def parse_task(data: Any, *, field: str = "task") -> Task:
+    """A Task from its native JSON form; TaskFormatError names the offending field."""
+    if not isinstance(data, dict):
+        raise TaskFormatError("a task must be a JSON object", field=field)
+    try:
+        return Task.model_validate(data)
+    except ValidationError as exc:
+        msg, where = _first_error(exc, field)
+        raise TaskFormatError(msg, field=where) from None
+
+
+def parse_submission(data: Any, *, field: str = "submission") -> Submission:
+    """A Submission from its native JSON form; SubmissionFormatError names the offending field."""
+    if not isinstance(data, dict):
+        raise SubmissionFormatError("a submission must be a JSON object", field=field)
+    try:
+        return Submission.model_validate(data)
+    except ValidationError as exc:
+        msg, where = _first_error(exc, field)
+        raise SubmissionFormatError(msg, field=where) from None
+
+
+def _read_json(path: Path, error: type[InputError]) -> Any:
+    if not path.exists():
+        raise error("file not found", field=str(path))
+    if path.is_dir():
+        raise error("is a folder, expected a JSON file", field=str(path))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise error(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", field=str(path)) from None
+    except UnicodeDecodeError:
+        raise error("not UTF-8 text", field=str(path)) from None
+
+
+def load_tasks_file(path: Path) -> list[Task]:
+    """Every task in a file: an EXP-Bench `{"questions": [...]}` file, a native task, or a list of them."""
+    data = _read_json(path, TaskFormatError)
+    if isinstance(data, dict) and "questions" in data:
+        return load_expbench_tasks(path)
+    if isinstance(data, list):
+        return [parse_task(item, field=f"{path}[{i}]") for i, item in enumerate(data)]
+    return [parse_task(data, field=str(path))]
+
+
+def load_task_file(path: Path, index: int | None = None) -> Task:
+    """One task from a file; `index` picks one of several (required when the file holds more than one)."""
+    tasks = load_tasks_file(path)
+    if index is None:
+        if len(tasks) == 1:
+            return tasks[0]
+        raise TaskFormatError(f"the file holds {len(tasks)} tasks: choose one with --task-index", field=str(path))
+    if not 0 <= index < len(tasks):
+        raise TaskFormatError(f"task index {index} out of range 0..{len(tasks) - 1}", field=str(path))
+    return tasks[index]
+
+
+def load_submission_file(path: Path) -> Submission:
+    """A submission: an EXP-Bench `*_eval_gen.json` (its `.patch` beside it found) or a native submission JSON."""
+    if RUN_FILE.match(path.name):
+        if not path.exists():
+            raise SubmissionFormatError("file not found", field=str(path))
+        return submission_from_run(describe_run(path))
+    data = _read_json(path, SubmissionFormatError)
+    if isinstance(data, dict) and "submission_id" not in data and set(data) <= {"design", "conclusion"}:
+        # An EXP-Bench-shaped output under another name: read it the same way, patch optional.
+        patch = path.with_suffix(".patch")
+        return Submission(
+            submission_id=path.stem,
+            design=data.get("design"),
+            conclusion=data.get("conclusion"),
+            diff=patch.read_text(encoding="utf-8", errors="replace") if patch.exists() else None,
+            metadata={"source_file": str(path), "format": "expbench"},
+        )
+    return parse_submission(data, field=str(path))

@@ -1,0 +1,66 @@
+"""What an agent handed in for a task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judge.models.hashing import content_hash
+
+
+class Execution(BaseModel):
+    """The record of the agent's run of its own experiment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    exit_code: int | None = None
+    logs: str = ""
+    reproduce_script: str | None = None
+    timed_out: bool = False
+    duration_seconds: float | None = Field(default=None, ge=0)
+    artifacts: list[str] = Field(default_factory=list, description="Files the run produced.")
+
+
+class TrajectoryStep(BaseModel):
+    """One step of a research trajectory (generic form of FML-bench's val_steps)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    step_id: int
+    code: dict[str, str] | None = None
+    diff: str | None = None
+    ran: bool = True
+    succeeded: bool | None = None
+    metric: float | None = None
+    tokens: int | None = None
+    seconds: float | None = None
+
+
+class Submission(BaseModel):
+    """An agent's output for one task.
+
+    `design` may be free text, a list of items, or a structured mapping
+    (role -> {name: description}). `diff` is None when no patch was handed in
+    and "" for an empty patch; both fail implementation without an LLM call.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    submission_id: str = Field(min_length=1)
+    task_id: str | None = None
+    agent: str | None = None
+    run_id: str | None = None
+    design: str | list[str] | dict[str, Any] | None = None
+    diff: str | None = None
+    execution: Execution | None = None
+    conclusion: str | None = None
+    agent_log: str | None = None
+    trajectory: list[TrajectoryStep] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def content_hash(self) -> str:
+        """Hash of the graded content (ids and metadata excluded, so a resubmission hits the cache)."""
+        return content_hash(
+            self.model_dump(mode="json", exclude={"submission_id", "run_id", "metadata", "agent"})
+        )

@@ -1,0 +1,64 @@
+"""The one settings object (env prefix EXPJUDGE_), built on demand, never at import time."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    """Configuration for the library, CLI, service and workers."""
+
+    model_config = SettingsConfigDict(env_prefix="EXPJUDGE_", extra="ignore")
+
+    rubrics_dir: Path = Field(default=REPO_ROOT / "rubrics", description="Where rubric YAML files live.")
+    default_rubric: str = "expbench-v1"
+    database_url: str = Field(
+        default_factory=lambda: f"sqlite+aiosqlite:///{Path.home() / '.expjudge' / 'expjudge.db'}",
+        description="SQLAlchemy async URL; PostgreSQL for shared deployments.",
+    )
+    broker_url: str | None = Field(default=None, description="Redis URL; set it to run jobs on Celery workers.")
+    embedding_model_path: Path | None = Field(
+        default=None, description="sentence-transformers model folder; default: the bundled all-MiniLM-L6-v2."
+    )
+    llm_timeout_seconds: float = 60.0
+    llm_max_transport_retries: int = 4
+    llm_max_validation_retries: int = 2
+    llm_temperature: float = 0.0
+    llm_seed: int = 1234
+    llm_api_base: str | None = None
+    llm_api_key: str | None = None
+    auth_enabled: bool = True
+    max_body_bytes: int = 20 * 1024 * 1024
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Settings from the environment, built once on first use."""
+    return Settings()
+
+
+def configure_offline_environment() -> None:
+    """Make sure nothing reaches a model hub or fetches litellm's price list.
+
+    Called by entry points (CLI, service, workers) before anything imports litellm or
+    sentence-transformers; `setdefault` keeps what a user set on purpose.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "TIKTOKEN_CACHE_DIR" not in os.environ:
+        import importlib.util
+
+        spec = importlib.util.find_spec("litellm")
+        if spec is not None and spec.submodule_search_locations:
+            base = Path(next(iter(spec.submodule_search_locations)))
+            os.environ["TIKTOKEN_CACHE_DIR"] = str(base / "litellm_core_utils" / "tokenizers")
