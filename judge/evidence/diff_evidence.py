@@ -1,0 +1,357 @@
+"""Unified diffs parsed into files and hunks, the units the implementation stage aligns and quotes.
+
+Parsing is done by `unidiff`; this module adds what grading needs on top of it: stable hunk ids, the hunk text
+exactly as it stands in the patch (so evidence quotes can be checked against it), a status per file, splitting
+of very large hunks so a 5,000-line new file can be aligned piecewise, and strictness: `unidiff` accepts some
+text that is not a diff (prose yields an empty patch set, stray text between files is kept as "patch info"),
+which here raises `MalformedDiffError` instead of silently grading an empty or partial diff.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from unidiff.constants import RE_HUNK_HEADER
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchedFile, PatchSet
+
+from judge.errors import MalformedDiffError
+
+FileStatus = Literal["added", "removed", "modified", "renamed", "binary"]
+
+_DEV_NULL = "/dev/null"
+# Lines that may legitimately stand between file entries: headers of git, GNU `diff -urN` and format-patch.
+_HEADER_LINE = re.compile(
+    r"(?:diff |index |--- |\+\+\+ |@@ |similarity index |dissimilarity index |rename (?:from|to) "
+    r"|copy (?:from|to) |old mode |new mode |new file mode |deleted file mode |Binary files? "
+    r"|GIT binary patch|Only in |Common subdirectories: |File .* is a (?:regular file|directory)"
+    r"|\\ No newline at end of file)"
+)
+_FILE_START = re.compile(r"(?:diff |--- |Binary files? )")
+_BLANK = re.compile(r"\s*")
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk of a diff.
+
+    Attributes:
+        id: Stable id in patch order ("h1", "h2", ...); pieces of a split hunk are "h3.1", "h3.2", ...
+        file_path: The file's new path (old path for a deleted file), `a/` or `b/` prefix removed.
+        header: The "@@ -a,b +c,d @@ ..." line.
+        added: Added lines without the "+" marker or line ending.
+        removed: Removed lines without the "-" marker or line ending.
+        text: The hunk as it appears in the patch (header and marked lines); for a split piece, a header
+            recomputed for the piece followed by its verbatim lines.
+    """
+
+    id: str
+    file_path: str
+    header: str
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    text: str = ""
+
+    def searchable_text(self) -> str:
+        """File path, added lines and removed lines, one per line: the text to embed for alignment."""
+        return "\n".join([self.file_path, *self.added, *self.removed])
+
+
+@dataclass(frozen=True)
+class DiffFile:
+    """One file entry of a diff with its hunks and line counts."""
+
+    path: str
+    old_path: str | None
+    status: FileStatus
+    hunks: list[Hunk] = field(default_factory=list)
+    added_lines: int = 0
+    removed_lines: int = 0
+
+
+@dataclass(frozen=True)
+class ParsedDiff:
+    """A whole diff: its files in patch order."""
+
+    files: list[DiffFile] = field(default_factory=list)
+
+    @property
+    def hunks(self) -> list[Hunk]:
+        """All hunks of all files, in patch order."""
+        return [hunk for diff_file in self.files for hunk in diff_file.hunks]
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the diff holds no file entry (empty or whitespace-only input)."""
+        return not self.files
+
+    def touched_paths(self) -> list[str]:
+        """Paths of the touched files (new paths), in patch order, without duplicates."""
+        return list(dict.fromkeys(diff_file.path for diff_file in self.files))
+
+    def hunk_by_id(self, hunk_id: str) -> Hunk | None:
+        """The hunk with that id, or None."""
+        return next((hunk for hunk in self.hunks if hunk.id == hunk_id), None)
+
+
+class _CountingLines:
+    """Iterator over the patch lines that remembers the 1-based number of the last line handed out.
+
+    unidiff's errors carry no line number; this is how an error message gets one.
+    """
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+        self.line_no = 0
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        if self.line_no >= len(self._lines):
+            raise StopIteration
+        self.line_no += 1
+        return self._lines[self.line_no - 1]
+
+
+def _split_lines(text: str) -> list[str]:
+    """Split on "\\n" only, keeping line endings (str.splitlines would also split on \\f, \\x1c, ...)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    if text.endswith("\n"):
+        lines.pop()
+    else:
+        lines[-1] = lines[-1][:-1]
+    return lines
+
+
+def _chomp(line: str) -> str:
+    """Drop one line ending ("\\r\\n" or "\\n"), keeping a blank last line's own content intact."""
+    if line.endswith("\r\n"):
+        return line[:-2]
+    return line[:-1] if line.endswith("\n") else line
+
+
+def _strip_prefix(path: str) -> str:
+    if len(path) >= 2 and path[0] == '"' and path[-1] == '"':
+        path = path[1:-1]
+    if path.startswith(("a/", "b/")):
+        path = path[2:]
+    return path
+
+
+def _file_status(patched: PatchedFile) -> FileStatus:
+    if patched.is_binary_file:
+        return "binary"
+    info: list[str] = patched.patch_info or []
+    if any(line.startswith(("rename from ", "copy from ")) for line in info):
+        return "renamed"
+    if patched.is_added_file:
+        return "added"
+    if patched.is_removed_file:
+        return "removed"
+    return "modified"
+
+
+def parse_diff(text: str, *, max_hunk_lines: int | None = None) -> ParsedDiff:
+    """Parse a unified diff (git or GNU `diff -urN` style) into files and hunks.
+
+    Args:
+        text: The patch text. "" or whitespace only gives an empty `ParsedDiff`.
+        max_hunk_lines: When set, hunks with more body lines than this are split with `split_hunk`.
+
+    Returns:
+        The parsed diff; hunk ids are "h1", "h2", ... in patch order.
+
+    Raises:
+        MalformedDiffError: (field "diff") the text is not a diff, a hunk's line counts do not match its
+            header, a file header has no hunks, or unrecognised text stands between file entries. The message
+            names the line number. Text before the first file header (a commit message) is allowed.
+    """
+    if max_hunk_lines is not None and max_hunk_lines < 1:
+        raise ValueError("max_hunk_lines must be at least 1")
+    if not text.strip():
+        return ParsedDiff()
+    lines = _split_lines(text)
+    counter = _CountingLines(lines)
+    try:
+        patch = PatchSet(counter)
+    except UnidiffParseError as exc:
+        raise MalformedDiffError(f"line {counter.line_no}: {str(exc).strip()}", field="diff") from exc
+    if not patch:
+        raise MalformedDiffError(
+            "no file header (---/+++ or diff --git) found: the text is not a unified diff", field="diff"
+        )
+    files, claimed = _build_files(patch, lines)
+    _check_unclaimed(lines, claimed)
+    if max_hunk_lines is not None:
+        files = [
+            replace(f, hunks=[piece for hunk in f.hunks for piece in split_hunk(hunk, max_hunk_lines)])
+            for f in files
+        ]
+    return ParsedDiff(files=files)
+
+
+def _build_files(patch: PatchSet, lines: list[str]) -> tuple[list[DiffFile], list[tuple[int, int]]]:
+    """DiffFiles from unidiff's patch set, and the 1-based line ranges its hunks occupy."""
+    files: list[DiffFile] = []
+    claimed: list[tuple[int, int]] = []
+    counter = 0
+    for patched in patch:
+        new_path = patched.target_file if patched.target_file != _DEV_NULL else patched.source_file
+        old_path = None if patched.source_file == _DEV_NULL else _strip_prefix(patched.source_file)
+        path = _strip_prefix(new_path)
+        if not patched and not patched.is_binary_file and _has_file_header(patched, lines):
+            # A ---/+++ pair with no hunk after it: a cut-off diff, not an empty change.
+            raise MalformedDiffError(
+                f"line {patched.diff_line_no}: file header for {path!r} has no hunks (truncated diff?)",
+                field="diff",
+            )
+        hunks: list[Hunk] = []
+        for unihunk in patched:
+            counter += 1
+            numbered = [line.diff_line_no for line in unihunk if line.diff_line_no is not None]
+            if not numbered:  # pragma: no cover - unidiff always reads at least one body line
+                continue
+            start = numbered[0] - 1
+            end = numbered[-1]
+            while end < len(lines) and lines[end].startswith("\\"):
+                end += 1  # "\ No newline at end of file" after the last counted line
+            claimed.append((start, end))
+            body = lines[start - 1 : end]
+            added = [_chomp(line.value) for line in unihunk if line.is_added]
+            removed = [_chomp(line.value) for line in unihunk if line.is_removed]
+            hunks.append(
+                Hunk(
+                    id=f"h{counter}",
+                    file_path=path,
+                    header=_chomp(body[0]),
+                    added=added,
+                    removed=removed,
+                    text=_chomp("".join(body)),
+                )
+            )
+        status = _file_status(patched)
+        files.append(
+            DiffFile(
+                path=path,
+                old_path=None if status == "added" else old_path,
+                status=status,
+                hunks=hunks,
+                added_lines=sum(len(h.added) for h in hunks),
+                removed_lines=sum(len(h.removed) for h in hunks),
+            )
+        )
+    return files, claimed
+
+
+def _has_file_header(patched: PatchedFile, lines: list[str]) -> bool:
+    """True when the entry has a "+++" line (git entries without one: renames, mode changes, empty files)."""
+    start = patched.diff_line_no or 1
+    info: list[str] = patched.patch_info or []
+    if not info or not info[0].startswith("diff --git"):
+        return True  # a plain ---/+++ entry exists only through its header lines
+    for index in range(start, min(len(lines), start + 12)):
+        line = lines[index]
+        if line.startswith("+++ "):
+            return True
+        if line.startswith("diff ") or not _HEADER_LINE.match(line):
+            return False
+    return False
+
+
+def _check_unclaimed(lines: list[str], claimed: list[tuple[int, int]]) -> None:
+    """Raise on text between or after file entries that is no known diff header line.
+
+    unidiff keeps such text as "patch info" or drops it; a diff with garbage spliced into it must not be
+    graded as if it were whole.
+    """
+    in_hunk = bytearray(len(lines) + 2)
+    for start, end in claimed:
+        in_hunk[start : end + 1] = b"\x01" * (end - start + 1)
+    started = False
+    in_binary_patch = False
+    for index, line in enumerate(lines, start=1):
+        if in_hunk[index]:
+            continue
+        if not started:
+            started = bool(_FILE_START.match(line))
+            if not started:
+                continue  # preamble: commit message, email headers
+        if _HEADER_LINE.match(line):
+            in_binary_patch = line.startswith("GIT binary patch")
+            continue
+        if _BLANK.fullmatch(line):
+            in_binary_patch = False
+            continue
+        if in_binary_patch:
+            continue  # "literal 123" / base85 data of a git binary patch
+        if line.rstrip("\r\n") == "-- ":
+            return  # format-patch signature: the rest is the git version trailer
+        quoted = line.rstrip("\r\n")
+        if len(quoted) > 80:
+            quoted = quoted[:77] + "..."
+        if in_hunk[index - 1] and line[:1] in "+- ":
+            raise MalformedDiffError(
+                f"line {index}: hunk line {quoted!r} beyond the line counts of the hunk header above",
+                field="diff",
+            )
+        raise MalformedDiffError(f"line {index}: unexpected text outside any hunk: {quoted!r}", field="diff")
+
+
+def split_hunk(hunk: Hunk, max_lines: int) -> list[Hunk]:
+    """Cut a hunk into pieces of at most `max_lines` body lines each.
+
+    Args:
+        hunk: The hunk to cut.
+        max_lines: Most body lines per piece (at least 1).
+
+    Returns:
+        `[hunk]` when it is small enough; otherwise pieces with ids "<id>.1", "<id>.2", ..., each with a
+        header recomputed for its own line range, its verbatim lines, and its own added/removed lines.
+    """
+    if max_lines < 1:
+        raise ValueError("max_lines must be at least 1")
+    body = hunk.text.split("\n")[1:]
+    if len(body) <= max_lines:
+        return [hunk]
+    match = RE_HUNK_HEADER.match(hunk.header)
+    if match is None:
+        raise MalformedDiffError(f"hunk {hunk.id}: not a hunk header: {hunk.header!r}", field="diff")
+    source_line, target_line = int(match.group(1)), int(match.group(3))
+    section = match.group(5)
+    pieces: list[Hunk] = []
+    for number, offset in enumerate(range(0, len(body), max_lines), start=1):
+        chunk = body[offset : offset + max_lines]
+        added: list[str] = []
+        removed: list[str] = []
+        source_len = target_len = 0
+        for line in chunk:
+            marker, value = line[:1], line[1:].rstrip("\r")
+            if marker == "+":
+                added.append(value)
+                target_len += 1
+            elif marker == "-":
+                removed.append(value)
+                source_len += 1
+            elif marker != "\\":
+                source_len += 1
+                target_len += 1
+        header = f"@@ -{source_line},{source_len} +{target_line},{target_len} @@" + (
+            f" {section}" if section else ""
+        )
+        pieces.append(
+            Hunk(
+                id=f"{hunk.id}.{number}",
+                file_path=hunk.file_path,
+                header=header,
+                added=added,
+                removed=removed,
+                text="\n".join([header, *chunk]),
+            )
+        )
+        source_line += source_len
+        target_line += target_len
+    return pieces
