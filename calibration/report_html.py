@@ -1,0 +1,252 @@
+"""The calibration report: report.json (the data) and a self-contained report.html (PNG figures embedded as
+base64 data URIs, inline CSS, no scripts and no external assets, so it opens anywhere, offline)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calibration.agreement_models import AgreementReport, Estimate
+from calibration.labels import Label
+from calibration.report_figures import confusion_png, per_category_png, placeholder_png, reliability_png
+
+FIGURE_IDS: tuple[str, ...] = (
+    "fig-confusion-judge",
+    "fig-confusion-human",
+    "fig-per-category",
+    "fig-reliability",
+)
+"""The id of every <img> in report.html; each is always present (a placeholder says why when data is
+missing)."""
+
+
+class Disagreement(BaseModel):
+    """One unit where the judge's label differs from the reference, with what each side saw."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    target: str | None = None
+    category: str | None = None
+    reference_label: Label
+    judge_label: Label | None = Field(description="None when the judge left the unit unscored.")
+    confidence: float | None = None
+    rationale: str = ""
+    reference_evidence: str = Field(
+        default="", description="What the human raters saw (e.g. the claim and diff)."
+    )
+    judge_evidence: list[str] = Field(default_factory=list, description="What the judge was shown or quoted.")
+    notes: list[str] = Field(default_factory=list, description="Rater notes on this unit.")
+
+
+class CategoryResult(BaseModel):
+    """The judge's agreement in one category, next to the human ceiling on the same category."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    category: str
+    judge: AgreementReport
+    ceiling: AgreementReport | None = None
+    ceiling_reason: str | None = None
+
+
+class CalibrationReportData(BaseModel):
+    """Everything report.json holds and report.html shows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = "Calibration report"
+    judge: str = Field(description="The judge's name or spec.")
+    fingerprint: str | None = Field(
+        default=None, description="Digest of the judge fingerprint that was measured."
+    )
+    label_set: str = Field(description="Where the labels came from.")
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    overall: AgreementReport
+    ceiling: AgreementReport | None = None
+    ceiling_reason: str | None = None
+    categories: list[CategoryResult] = Field(default_factory=list)
+    disagreements: list[Disagreement] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;
+vertical-align:top}th{background:#f3f3f3}pre{white-space:pre-wrap;max-width:48em;margin:0;font-size:12px}
+figure{display:inline-block;margin:0 1.5em 1.5em 0;vertical-align:top}
+img{max-width:100%;border:1px solid #eee}
+.na{color:#888}.warn{color:#a60}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _num(value: float | None) -> str:
+    return '<span class="na">-</span>' if value is None else f"{value:.3f}"
+
+
+def _img(fig_id: str, alt: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<figure><img id="{fig_id}" alt="{_e(alt)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{_e(alt)}</figcaption></figure>"
+    )
+
+
+def _est(est: Estimate | None) -> str:
+    if est is None:
+        return '<span class="na">-</span>'
+    text = est.format()
+    return f'<span class="na">{_e(text)}</span>' if est.value is None else _e(text)
+
+
+def _summary(data: CalibrationReportData) -> str:
+    judge, human = data.overall, data.ceiling
+    rows = [
+        f"<tr><th>items with both labels</th><td>{judge.n_paired}</td>"
+        f"<td>{_e(human.n_paired if human else '-')}</td></tr>",
+        f"<tr><th>coverage (judged / reference-labelled)</th><td>{_num(judge.coverage)}</td><td>-</td></tr>",
+    ]
+    for name, est in judge.headline().items():
+        other = human.headline()[name] if human else None
+        rows.append(f"<tr><th>{_e(name)}</th><td>{_est(est)}</td><td>{_est(other)}</td></tr>")
+    reason = f'<p class="na">No human ceiling: {_e(data.ceiling_reason)}</p>' if human is None else ""
+    return (
+        "<h2>Summary (95% bootstrap intervals)</h2><table><tr><th>figure</th><th>judge vs reference</th>"
+        f"<th>human vs human</th></tr>{''.join(rows)}</table>{reason}"
+    )
+
+
+def _categories(data: CalibrationReportData) -> str:
+    rows = []
+    for c in data.categories:
+        h = c.ceiling
+        rows.append(
+            f"<tr><td>{_e(c.category)}</td><td>{c.judge.n_paired}</td><td>{_est(c.judge.macro_f1)}</td>"
+            f"<td>{_est(c.judge.cohen_kappa)}</td><td>{_e(h.n_paired if h else '-')}</td>"
+            f"<td>{_est(h.macro_f1 if h else None)}</td><td>{_est(h.cohen_kappa if h else None)}</td>"
+            f"<td>{_e(c.ceiling_reason or '')}</td></tr>"
+        )
+    return (
+        "<h2>Per category</h2><table><tr><th>category</th><th>n (judge)</th><th>judge macro-F1</th>"
+        "<th>judge kappa</th><th>n (humans)</th><th>human macro-F1</th><th>human kappa</th><th>note</th></tr>"
+        f"{''.join(rows)}</table>"
+    )
+
+
+def _classes(report: AgreementReport) -> str:
+    # per_class and base_rates are both in the report's label order
+    rows = "".join(
+        f"<tr><td>{_e(c.label)}</td><td>{c.precision:.3f}</td><td>{c.recall:.3f}</td><td>{c.f1:.3f}</td>"
+        f"<td>{c.support}</td><td>{c.predicted}</td><td>{_num(b.reference_rate)}</td>"
+        f"<td>{_num(b.predicted_rate)}</td></tr>"
+        for c, b in zip(report.per_class, report.base_rates, strict=True)
+    )
+    return (
+        "<h2>Per class (judge vs reference; zero_division=0)</h2><table><tr><th>class</th><th>precision</th>"
+        "<th>recall</th><th>F1</th><th>reference n</th><th>judge n</th><th>reference base rate</th>"
+        f"<th>judge base rate</th></tr>{rows}</table><p>Macro averages over {_e(report.macro_classes)} "
+        f"({_e(report.macro_over)}).</p>"
+    )
+
+
+def _disagreements(items: list[Disagreement]) -> str:
+    rows = []
+    for d in items:
+        conf = f" ({d.confidence:.2f})" if d.confidence is not None else ""
+        judge_ev = (
+            "".join(f"<pre>{_e(ev)}</pre>" for ev in d.judge_evidence) or '<span class="na">none</span>'
+        )
+        notes = "<br>".join(_e(n) for n in d.notes)
+        rows.append(
+            f"<tr><td>{_e(d.item_id)}<br>{_e(d.target or '')}<br>{_e(d.category or '')}</td>"
+            f"<td>{_e(d.reference_label)}</td>"
+            f"<td>{_e(d.judge_label if d.judge_label is not None else 'unscored')}"
+            f"{_e(conf)}</td><td>{_e(d.rationale)}</td>"
+            f"<td><details><summary>show</summary><pre>{_e(d.reference_evidence)}</pre></details></td>"
+            f"<td><details><summary>show</summary>{judge_ev}</details></td><td>{notes}</td></tr>"
+        )
+    return (
+        f"<h2>Disagreements ({len(items)})</h2><table><tr><th>item / target / category</th><th>reference</th>"
+        "<th>judge (confidence)</th><th>judge rationale</th><th>evidence the raters saw</th>"
+        f"<th>evidence the judge saw</th><th>rater notes</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _figures(data: CalibrationReportData) -> str:
+    judge = data.overall
+    parts = [
+        _img(
+            "fig-confusion-judge",
+            "Confusion matrix: judge vs reference",
+            confusion_png(judge.confusion, "Judge vs reference", "reference", "judge"),
+        )
+    ]
+    if data.ceiling is not None:
+        parts.append(
+            _img(
+                "fig-confusion-human",
+                "Confusion matrix: human vs human",
+                confusion_png(data.ceiling.confusion, "Human vs human", "first rater", "second rater"),
+            )
+        )
+    else:
+        parts.append(
+            _img(
+                "fig-confusion-human",
+                "Confusion matrix: human vs human (not available)",
+                placeholder_png(f"No human-vs-human matrix: {data.ceiling_reason or 'no ceiling'}"),
+            )
+        )
+    rows = [("overall", judge, data.ceiling), *((c.category, c.judge, c.ceiling) for c in data.categories)]
+    parts.append(
+        _img(
+            "fig-per-category",
+            "Macro-F1 and kappa per category, judge next to the human ceiling",
+            per_category_png(rows),
+        )
+    )
+    parts.append(
+        _img(
+            "fig-reliability",
+            "Reliability diagram: judge confidence vs accuracy",
+            reliability_png(judge.reliability, judge.expected_calibration_error),
+        )
+    )
+    return "<h2>Figures</h2>" + "".join(parts)
+
+
+def render_html(data: CalibrationReportData) -> str:
+    """The report as one self-contained HTML page."""
+    warns = [*data.warnings, *data.overall.notes, *(data.ceiling.notes if data.ceiling else [])]
+    warn_html = "".join(f'<li class="warn">{_e(w)}</li>' for w in warns)
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(data.title)}</title>'
+        f"<style>{_CSS}</style></head><body><h1>{_e(data.title)}</h1>"
+        f"<table><tr><th>judge</th><td>{_e(data.judge)}</td></tr><tr><th>fingerprint</th>"
+        f"<td>{_e(data.fingerprint or '-')}</td></tr><tr><th>labels</th><td>{_e(data.label_set)}</td></tr>"
+        f"<tr><th>created</th><td>{_e(data.created_at.isoformat())}</td></tr><tr><th>bootstrap</th>"
+        f"<td>{_e(data.overall.bootstrap.model_dump())}</td></tr></table>"
+        f"{_summary(data)}{_figures(data)}{_categories(data)}{_classes(data.overall)}"
+        f"{'<h2>Notes</h2><ul>' + warn_html + '</ul>' if warn_html else ''}"
+        f"{_disagreements(data.disagreements)}</body></html>"
+    )
+
+
+def write_report(report_data: CalibrationReportData, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write `out_dir/report.json` and `out_dir/report.html` (creating `out_dir`); returns both paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = out / "report.json", out / "report.html"
+    json_path.write_text(report_data.model_dump_json(indent=2), encoding="utf-8")
+    html_path.write_text(render_html(report_data), encoding="utf-8")
+    return json_path, html_path

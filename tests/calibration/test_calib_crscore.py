@@ -1,0 +1,106 @@
+"""The CRScore claim-label importer, on a hand-made folder and on the real data."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from calibration.crscore import CRSCORE_CLASSES, load_crscore
+from calibration.items import CLAIM_CRITERION, ClaimItem
+from calibration.labels import LabelKey
+from judge.errors import InputError
+
+
+def test_mini_folder_counts_groups_and_stray_label(mini_crscore: Path) -> None:
+    # The fixture, by construction: py has 2 diffs (3 + 2 claims), java 1 diff (2 claims).
+    # ann1/py labels 1, 1, -1, then a stray "2", then a blank; ann2/py labels 1, 0, blank, 1, -2;
+    # ann1/java labels 1, 0. So 3 + 4 + 2 labels, and ann1/ann2 share the first two py claims.
+    items, labels = load_crscore(mini_crscore)
+    assert len(items) == 7
+    assert Counter(lab.rater_id for lab in labels.labels) == {"ann1": 5, "ann2": 4}
+    assert [(p.rater_a, p.rater_b, len(p.keys)) for p in labels.rater_pairs()] == [("ann1", "ann2", 2)]
+    by_id = {i.item_id: i for i in items}
+    first = by_id["crscore:py:101:0"]
+    assert isinstance(first, ClaimItem)
+    assert (first.group_id, first.language, first.claim) == (
+        "crscore:py:101",
+        "python",
+        "a changes from 1 to 2.",
+    )
+    assert first.diff.startswith("@@ -1,2 +1,2 @@") and first.source_index == "7"
+    # Every claim about diff 101 carries that diff and its group.
+    assert {by_id[f"crscore:py:101:{k}"].diff for k in range(3)} == {first.diff}
+    assert {by_id[f"crscore:py:101:{k}"].group_id for k in range(3)} == {"crscore:py:101"}
+    ann2 = labels.by_rater("ann2")
+    assert ann2[LabelKey("crscore:py:101:1", CLAIM_CRITERION)] == "incorrect"
+    assert ann2[LabelKey("crscore:py:202:1", CLAIM_CRITERION)] == "incomplete"
+    noted = [lab for lab in labels.labels if lab.note]
+    assert [(lab.item_id, lab.note) for lab in noted] == [
+        ("crscore:py:101:1", "error type: comprehension error")
+    ]
+    # The stray "2" (record starting on line 12 of ann1's Python file) is skipped, not guessed.
+    stray = mini_crscore / "py_claim_acc_annot_ann1.csv"
+    assert labels.warnings == [f"{stray}:12: label '2' is not one of 1, 0, -1, -2; row left unlabelled"]
+    assert LabelKey("crscore:py:202:0", CLAIM_CRITERION) not in labels.by_rater("ann1")
+    with pytest.raises(InputError, match="'2'") as err:
+        load_crscore(mini_crscore, strict=True)
+    assert err.value.field == f"{stray}:12"
+    java_items, java_labels = load_crscore(mini_crscore, languages=["java"])
+    assert len(java_items) == 2 and java_labels.categories() == ["java"]
+
+
+def test_raters_files_must_list_the_same_claims(tmp_path: Path, mini_crscore: Path) -> None:
+    for src in mini_crscore.iterdir():
+        text = src.read_text()
+        if src.name == "py_claim_acc_annot_ann2.csv":
+            text = text.replace("b is unchanged.", "b is removed.")
+        (tmp_path / src.name).write_text(text)
+    with pytest.raises(InputError, match=r"crscore:py:101:1 or its diff differs"):
+        load_crscore(tmp_path)
+
+
+def test_continuation_row_before_any_diff_is_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "py_claim_acc_annot_x.csv"
+    bad.write_text('id,index,diff,claim,"Correctness\n1 - correct"\n,,,orphan claim,1\n')
+    with pytest.raises(InputError, match="before any diff") as err:
+        load_crscore(tmp_path)
+    assert err.value.field == f"{bad}:3"
+
+
+def _independent_counts(path: Path) -> tuple[list[str], list[str]]:
+    """Label cells and claim texts of one CRScore CSV, read without the importer."""
+    with path.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    col = next(i for i, name in enumerate(rows[0]) if name.startswith("Correctness"))
+    return [r[col].strip() for r in rows[1:]], [r[3] for r in rows[1:]]
+
+
+@pytest.mark.parametrize(("lang", "language"), [("py", "python"), ("java", "java")])
+def test_real_crscore_counts_match_an_independent_read(
+    shared_crscore: Path, lang: str, language: str
+) -> None:
+    items, labels = load_crscore(shared_crscore, languages=[lang])
+    cells = {
+        r: _independent_counts(shared_crscore / f"{lang}_claim_acc_annot_{r}.csv")
+        for r in ("atharva", "marcus")
+    }
+    valid = {str(code) for code in CRSCORE_CLASSES}
+    assert cells["atharva"][1] == cells["marcus"][1]  # both raters saw the same claims, in the same order
+    assert len(items) == len(cells["atharva"][1])
+    for rater, (col, _) in cells.items():
+        assert len(labels.by_rater(rater)) == sum(c in valid for c in col)
+    overlap = sum(
+        a in valid and m in valid for a, m in zip(cells["atharva"][0], cells["marcus"][0], strict=True)
+    )
+    assert [len(p.keys) for p in labels.rater_pairs()] == [overlap]
+    assert labels.categories() == [language]
+    # Every cell that is neither empty nor a CRScore code is reported, one warning each.
+    strays = sum(c not in valid and c != "" for col, _ in cells.values() for c in col)
+    assert len([w for w in labels.warnings if "is not one of" in w]) == strays
+    # Groups are diffs: as many as rows that start a diff (a non-empty id cell).
+    with (shared_crscore / f"{lang}_claim_acc_annot_atharva.csv").open(newline="") as fh:
+        n_diffs = sum(1 for row in list(csv.reader(fh))[1:] if row[0].strip())
+    assert len({i.group_id for i in items}) == n_diffs

@@ -1,0 +1,160 @@
+"""report.json / report.html: content, self-containment, and rendering in headless Chromium."""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from calibration.agreement import agreement_report, by_key, per_category
+from calibration.ceiling import human_ceiling_per_category, human_ceiling_with_reason
+from calibration.crscore import CLAIM_LABELS, load_crscore
+from calibration.labels import LabelSet
+from calibration.report_html import (
+    FIGURE_IDS,
+    CalibrationReportData,
+    CategoryResult,
+    Disagreement,
+    write_report,
+)
+
+CHROMIUM = Path("/usr/bin/chromium")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+IMG = re.compile(
+    r'<img id="(?P<id>[^"]+)" alt="(?P<alt>[^"]*)" src="data:image/png;base64,(?P<data>[A-Za-z0-9+/=]*)"'
+)
+
+
+def _report_data(mini_crscore: Path, *, with_ceiling: bool = True) -> CalibrationReportData:
+    """Report data from real labels: rater ann2 stands in for the judge, ann1 is the reference.
+
+    The report writer takes agreement reports as input whatever produced the predicted side, so a second
+    rater is a genuine predicted labelling to render.
+    """
+    items, labels = load_crscore(mini_crscore)
+    if not with_ceiling:
+        labels = LabelSet(
+            labels=[lab for lab in labels.labels if lab.rater_id == "ann1"], source=labels.source
+        )
+    reference = labels.by_rater("ann1")
+    keys, ref, pred = by_key(reference, labels.by_rater("ann2"))
+    groups, cats = labels.groups(), labels.category_of()
+    conf = [0.9 if p == "correct" else 0.55 if p is not None else None for p in pred]
+    overall = agreement_report(
+        ref,
+        pred,
+        labels=CLAIM_LABELS,
+        groups=[groups[k] for k in keys],
+        confidence=conf,
+        n_resamples=100,
+        name="ann2 vs ann1",
+    )
+    by_cat = per_category(ref, pred, [cats[k] for k in keys], labels=CLAIM_LABELS, n_resamples=100)
+    ceiling, reason = human_ceiling_with_reason(labels, labels=CLAIM_LABELS, n_resamples=100)
+    cat_ceiling = human_ceiling_per_category(labels, labels=CLAIM_LABELS, n_resamples=100)
+    claims = {i.item_id: i for i in items}
+    disagreements = [
+        Disagreement(
+            item_id=k.item_id,
+            target=k.target,
+            category=cats[k],
+            reference_label=r,
+            judge_label=p,
+            rationale="<script>alert('x')</script> the claim says <b>b</b> changed",
+            reference_evidence=f"{claims[k.item_id].claim}\n\n{claims[k.item_id].diff}",  # type: ignore[attr-defined]
+            judge_evidence=["+a = 2"],
+        )
+        for k, r, p in zip(keys, ref, pred, strict=True)
+        if p is not None and r != p
+    ]
+    return CalibrationReportData(
+        judge="rater ann2 (stand-in)",
+        fingerprint="abc123",
+        label_set=str(mini_crscore),
+        overall=overall,
+        ceiling=ceiling,
+        ceiling_reason=reason,
+        categories=[
+            CategoryResult(
+                category=c,
+                judge=rep,
+                ceiling=cat_ceiling.get(c, (None, "no labels"))[0],
+                ceiling_reason=cat_ceiling.get(c, (None, "no labels"))[1],
+            )
+            for c, rep in by_cat.items()
+        ],
+        disagreements=disagreements,
+        warnings=labels.warnings,
+    )
+
+
+def test_write_report_is_self_contained(tmp_path: Path, mini_crscore: Path) -> None:
+    data = _report_data(mini_crscore)
+    assert data.disagreements  # the fixture has one: ann1 says correct, ann2 incorrect
+    json_path, html_path = write_report(data, tmp_path / "out")
+    assert (json_path.name, html_path.name) == ("report.json", "report.html")
+    assert CalibrationReportData.model_validate_json(json_path.read_text()) == data
+    page = html_path.read_text()
+    found = {m["id"]: m for m in IMG.finditer(page)}
+    assert set(found) == set(FIGURE_IDS)
+    for match in found.values():
+        assert match["alt"] and base64.b64decode(match["data"]).startswith(PNG_SIGNATURE)
+    # No external assets: every src is a data URI, and nothing links out.
+    assert not re.search(r'(src|href)="(?!data:)', page)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "label &#x27;2&#x27; is not one of" in page  # import warnings are shown
+
+
+def test_report_without_ceiling_says_why(tmp_path: Path, mini_crscore: Path) -> None:
+    data = _report_data(mini_crscore, with_ceiling=False)
+    assert data.ceiling is None and data.ceiling_reason
+    _, html_path = write_report(data, tmp_path)
+    page = html_path.read_text()
+    assert {m["id"] for m in IMG.finditer(page)} == set(FIGURE_IDS)
+    assert "No human ceiling: only one rater" in page
+
+
+def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (CI installs Debian's chromium)"
+)
+def test_report_renders_in_headless_chromium(tmp_path: Path, mini_crscore: Path) -> None:
+    _, html_path = write_report(_report_data(mini_crscore), tmp_path / "out")
+    dom = _chromium(["--dump-dom", html_path.as_uri()], tmp_path / "profile-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    rendered = {m["id"]: m["data"] for m in IMG.finditer(dom.stdout)}
+    assert set(rendered) == set(FIGURE_IDS) and all(rendered.values())
+
+    shot = tmp_path / "shot.png"
+    run = _chromium(
+        ["--window-size=1280,2200", "--hide-scrollbars", f"--screenshot={shot}", html_path.as_uri()],
+        tmp_path / "profile-shot",
+    )
+    assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
+    pixels = imread(shot)[..., :3]
+    assert pixels.std() > 0.05  # not a blank page
+    # The darkest cell of a confusion matrix is matplotlib's Blues at 1.0, (8, 48, 107); no page style uses
+    # that colour, so seeing it means the embedded PNGs were decoded and drawn.
+    dark_blue = np.all(np.abs(pixels * 255 - np.array([8, 48, 107])) < 12, axis=-1)
+    assert dark_blue.sum() > 200
