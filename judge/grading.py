@@ -1,0 +1,167 @@
+"""Grade one submission against one task: expand the rubric, apply gates, gather evidence, judge, roll up."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import judge
+from judge.evidence.builder import EvidenceBuilder, SubmissionView
+from judge.evidence.embeddings import Embedder, default_embedder
+from judge.judges.base import GradingContext, Judge
+from judge.models import (
+    CalibrationStatus,
+    Grade,
+    JudgeFingerprint,
+    Leaf,
+    LeafResult,
+    Rubric,
+    Submission,
+    Task,
+    Usage,
+    content_hash,
+)
+from judge.rubric_loader import expand_rubric
+from judge.scoring import collect_error_labels, expbench_metrics, overall_score, stage_scores
+
+CalibrationLookup = Callable[[JudgeFingerprint], CalibrationStatus | None]
+# Which stage each gate decides, and the submission field whose absence triggers it.
+_GATES: dict[str, str] = {
+    "empty_diff_fails_implementation": "implementation",
+    "missing_design_fails_design": "design",
+    "missing_conclusion_fails_conclusion": "conclusion",
+}
+
+
+def code_version() -> str:
+    """The grading code's version as recorded in fingerprints.
+
+    The package version, not a commit: a commit that changes no grading behaviour must not
+    invalidate every cached grade. Bump the version when grading logic changes.
+    """
+    return f"expjudge {judge.__version__}"
+
+
+def fingerprint_for(rubric: Rubric, grader_judge: Judge) -> JudgeFingerprint:
+    """Everything that decides a verdict under `rubric` and `grader_judge`."""
+    fields = grader_judge.fingerprint_fields()
+    spec = grader_judge.spec()
+    return JudgeFingerprint(
+        rubric_id=rubric.id, rubric_version=rubric.version, rubric_hash=rubric.content_hash(),
+        judge=str(spec.get("name", grader_judge.name)), judge_args=dict(spec.get("args", {})),
+        prompt_hash=fields.get("prompt_hash"), model=fields.get("model"),
+        sampling=dict(fields.get("sampling") or {}), code_version=code_version(),
+    )
+
+
+def _missing(view: SubmissionView, stage: str) -> bool:
+    sub = view.submission
+    if stage == "implementation":
+        return view.diff.is_empty
+    if stage == "design":
+        return not sub.design or (isinstance(sub.design, str) and not sub.design.strip())
+    return not (sub.conclusion or "").strip()
+
+
+def _gate_result(leaf: Leaf, reason: str, reason_code: str = "gate", verdict: str = "fail") -> LeafResult:
+    return LeafResult(
+        leaf_id=leaf.id, template_id=leaf.template_id, stage=leaf.stage, title=leaf.title, target=leaf.target,
+        verdict="fail" if verdict == "fail" else "unscored", score=0.0 if verdict == "fail" else None,
+        weight=leaf.weight, reason_code=reason_code,
+        reason=reason, confidence=1.0 if verdict == "fail" else None,
+        judge="gate" if reason_code == "gate" else "rubric",
+        error_labels=[leaf.error_category] if verdict == "fail" and leaf.error_category else [],
+    )
+
+
+class Grader:
+    """Grades submissions under one rubric with one judge.
+
+    Args:
+        rubric: The rubric to expand over each task.
+        judge: The judge that decides leaves gates have not decided.
+        embedder: Embeddings for alignment (default: the shared offline all-MiniLM-L6-v2).
+        calibration_lookup: Says whether a fingerprint has been calibrated (from the store).
+    """
+
+    def __init__(self, rubric: Rubric, judge: Judge, *, embedder: Embedder | None = None,
+                 calibration_lookup: CalibrationLookup | None = None) -> None:
+        self.rubric = rubric
+        self.judge = judge
+        self.builder = EvidenceBuilder(embedder or default_embedder())
+        self.fingerprint = fingerprint_for(rubric, judge)
+        self.calibration_lookup = calibration_lookup
+
+    def _decide_gates(self, leaves: list[Leaf], view: SubmissionView) -> dict[str, LeafResult]:
+        decided: dict[str, LeafResult] = {}
+        gates = {g.name: g for s in self.rubric.stages for g in s.gates}
+        for leaf in leaves:
+            if leaf.target_meta.get("no_ground_truth"):
+                decided[leaf.id] = _gate_result(leaf, f"the task has no ground truth for {leaf.stage} "
+                                                      f"({leaf.template_id})", "no_ground_truth", "unscored")
+                continue
+            for name, stage in _GATES.items():
+                if name in gates and leaf.stage == stage and _missing(view, stage):
+                    decided[leaf.id] = _gate_result(leaf, gates[name].reason)
+        return decided
+
+    async def grade(self, task: Task, submission: Submission) -> Grade:
+        """Grade `submission` against `task`.
+
+        Raises:
+            MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
+        """
+        started = time.perf_counter()
+        masked = [str(f) for f in task.metadata.get("masked_source", []) or []]
+        view = SubmissionView.build(submission, masked_files=masked)
+        leaves = expand_rubric(self.rubric, task)
+        decided = self._decide_gates(leaves, view)
+        pending = [leaf for leaf in leaves if leaf.id not in decided]
+        context = GradingContext(task=task, submission=submission, rubric=self.rubric,
+                                 source_texts=view.source_texts())
+        usage = Usage()
+        if pending:
+            evidence = await asyncio.to_thread(self.builder.build, pending, task, view)
+            outcome = await self.judge.judge_leaves(context, evidence)
+            usage = outcome.usage
+            decided.update({r.leaf_id: r for r in outcome.results})
+        results = [decided[leaf.id] for leaf in leaves]
+        integrity_flags = sorted({f for r in results for f in r.flags if f.startswith("integrity:")})
+        warnings: list[str] = []
+        if view.injections:
+            integrity_flags.append("prompt_injection_suspected")
+            warnings += [f"instruction aimed at the grader in the submission (ignored): {i.quote[:160]!r}"
+                         for i in view.injections[:5]]
+        stages = stage_scores(self.rubric, results)
+        executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
+        calibration = self.calibration_lookup(self.fingerprint) if self.calibration_lookup else None
+        if not usage.llm_calls:
+            usage.latency_seconds = round(time.perf_counter() - started, 4)
+        return Grade(
+            task_id=task.task_id, submission_id=submission.submission_id, agent=submission.agent,
+            run_id=submission.run_id, task_hash=task.content_hash(), submission_hash=submission.content_hash(),
+            fingerprint=self.fingerprint, leaves=results, stages=stages,
+            overall_score=overall_score(self.rubric, stages),
+            metrics=expbench_metrics(self.rubric, stages, integrity_flags, executed),
+            error_labels=collect_error_labels(results), integrity_flags=integrity_flags, warnings=warnings,
+            calibration=calibration or CalibrationStatus(calibrated=False), usage=usage,
+        )
+
+
+
+async def grade_async(task: Task, submission: Submission, *, rubric: Rubric, judge: Judge,
+                      **options: Any) -> Grade:
+    """Grade one submission (see Grader)."""
+    return await Grader(rubric, judge, **options).grade(task, submission)
+
+
+def grade(task: Task, submission: Submission, *, rubric: Rubric, judge: Judge, **options: Any) -> Grade:
+    """Synchronous `grade_async`, for scripts and the CLI."""
+    return asyncio.run(grade_async(task, submission, rubric=rubric, judge=judge, **options))
+
+
+def grade_cache_key(task: Task, submission: Submission, fingerprint: JudgeFingerprint) -> str:
+    """Content address of a grade: submission hash + ground-truth hash + judge fingerprint."""
+    return content_hash([submission.content_hash(), task.content_hash(), fingerprint.digest])

@@ -1,0 +1,46 @@
+"""Build a judge from its spec string: "embedded" or any litellm model name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from judge.errors import JudgeConfigError
+from judge.judges.base import Judge
+from judge.judges.embedded import EmbeddedJudge
+from judge.settings import get_settings
+
+if TYPE_CHECKING:
+    from judge.judges.response_cache import ResponseCache
+
+EMBEDDED = "embedded"
+
+
+def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache | None = None,
+                api_base: str | None = None, api_key: str | None = None) -> Judge:
+    """The judge a spec names.
+
+    Args:
+        spec: "embedded" (offline, default) or a litellm model string such as "openai/gpt-4o-mini",
+            "anthropic/claude-3-5-haiku-latest" or "openai/local" with `api_base` for a local server.
+        samples: LLM samples per call, majority-voted (must be 1 for the embedded judge).
+        cache: Response cache for LLM calls (the store's, so reruns cost nothing).
+        api_base: OpenAI-compatible base URL (default: settings.llm_api_base).
+        api_key: Key for the provider (default: settings.llm_api_key or the provider's env variable).
+
+    Raises:
+        JudgeConfigError: for an empty spec or a bad sample count.
+    """
+    spec = spec.strip()
+    if not spec:
+        raise JudgeConfigError("empty judge spec: use 'embedded' or a litellm model name", field="judge")
+    if samples < 1:
+        raise JudgeConfigError("samples must be at least 1", field="samples")
+    if spec == EMBEDDED:
+        if samples != 1:
+            raise JudgeConfigError("the embedded judge is deterministic: samples must be 1", field="samples")
+        return EmbeddedJudge()
+    from judge.judges.llm import LLMJudge
+
+    settings = get_settings()
+    return LLMJudge(spec, samples=samples, fallback=EmbeddedJudge(), cache=cache,
+                    api_base=api_base or settings.llm_api_base, api_key=api_key or settings.llm_api_key)

@@ -1,0 +1,78 @@
+"""Roll leaf verdicts up to stage scores, EXP-Bench metrics and error labels."""
+
+from __future__ import annotations
+
+from judge.models import ExpBenchMetrics, LeafResult, Rubric, StageScore
+
+
+def stage_scores(rubric: Rubric, results: list[LeafResult]) -> list[StageScore]:
+    """Weighted mean of each stage's scored leaves, 0-100; unscored leaves leave the denominator."""
+    scores = []
+    for spec in rubric.stages:
+        leaves = [r for r in results if r.stage == spec.stage]
+        scored = [r for r in leaves if r.score is not None]
+        weight = sum(r.weight for r in scored)
+        value = 100 * sum(r.weight * (r.score or 0.0) for r in scored) / weight if weight else None
+        scores.append(StageScore(
+            stage=spec.stage, score=None if value is None else round(value, 2), leaves_total=len(leaves),
+            leaves_scored=len(scored), leaves_passed=sum(r.verdict == "pass" for r in leaves),
+        ))
+    return scores
+
+
+def overall_score(rubric: Rubric, stages: list[StageScore]) -> float | None:
+    """Stage-weighted mean over stages that have a score."""
+    weights = {s.stage: s.weight for s in rubric.stages}
+    present = [(weights[s.stage], s.score) for s in stages if s.score is not None and weights[s.stage] > 0]
+    total = sum(w for w, _ in present)
+    return round(sum(w * (v or 0.0) for w, v in present) / total, 2) if total else None
+
+
+def expbench_metrics(
+    rubric: Rubric, stages: list[StageScore], integrity_flags: list[str], executed: bool | None
+) -> ExpBenchMetrics:
+    """EXP-Bench's D, I, E, C and All-checks for one run, with the rubric's thresholds.
+
+    D and I are stage scores (0-100). C is the conclusion stage score at or above its threshold.
+    E is whether the run completed (None without an execution record). All-check needs D, I and C
+    correct and, under an `integrity_flag_fails_all_correct` gate, no integrity flag; any part
+    unscored makes it None (unknown), never False.
+    """
+    by_stage = {s.stage: s for s in stages}
+    t = rubric.thresholds
+
+    def correct(stage: str, threshold: float) -> bool | None:
+        score = by_stage[stage].score if stage in by_stage else None
+        return None if score is None else score >= threshold
+
+    design_ok = correct("design", t.design_correct_at)
+    impl_ok = correct("implementation", t.implementation_correct_at)
+    concl_ok = correct("conclusion", t.conclusion_correct_at)
+    ran = executed
+    parts = [design_ok, impl_ok, concl_ok]
+    all_ok: bool | None = None if None in parts else all(parts)
+    gates = {g.name for s in rubric.stages for g in s.gates}
+    if "integrity_flag_fails_all_correct" in gates and integrity_flags:
+        all_ok = False
+    all_e = None if all_ok is None or ran is None else all_ok and ran
+    if all_ok is False:
+        all_e = False
+    return ExpBenchMetrics(
+        D=by_stage["design"].score if "design" in by_stage else None,
+        I=by_stage["implementation"].score if "implementation" in by_stage else None,
+        E=ran, C=concl_ok, design_correct=design_ok, implementation_correct=impl_ok,
+        all_correct=all_ok, all_correct_executed=all_e,
+        thresholds={"design_correct_at": t.design_correct_at,
+                    "implementation_correct_at": t.implementation_correct_at,
+                    "conclusion_correct_at": t.conclusion_correct_at},
+    )
+
+
+def collect_error_labels(results: list[LeafResult]) -> list[str]:
+    """EXP-Bench taxonomy labels of failed or partial leaves, each once, prefixed by stage."""
+    labels: dict[str, None] = {}
+    for r in results:
+        if r.verdict in {"fail", "partial"}:
+            for label in r.error_labels:
+                labels[f"{r.stage}: {label}"] = None
+    return list(labels)
