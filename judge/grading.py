@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import judge
 from judge.evidence.builder import EvidenceBuilder, SubmissionView
 from judge.evidence.embeddings import Embedder, default_embedder
-from judge.judges.base import GradingContext, Judge
+from judge.judges.base import GradingContext, Judge, LeafEvidence
 from judge.models import (
     CalibrationStatus,
     Grade,
@@ -76,6 +77,17 @@ def _gate_result(leaf: Leaf, reason: str, reason_code: str = "gate", verdict: st
     )
 
 
+@dataclass
+class PreparedGrade:
+    """A grade up to the judge call; dry runs and token counts stop here."""
+
+    view: SubmissionView
+    leaves: list[Leaf]
+    decided: dict[str, LeafResult]
+    evidence: list[LeafEvidence]
+    context: GradingContext
+
+
 class Grader:
     """Grades submissions under one rubric with one judge.
 
@@ -107,13 +119,12 @@ class Grader:
                     decided[leaf.id] = _gate_result(leaf, gates[name].reason)
         return decided
 
-    async def grade(self, task: Task, submission: Submission) -> Grade:
-        """Grade `submission` against `task`.
+    async def prepare(self, task: Task, submission: Submission) -> PreparedGrade:
+        """Everything up to the judge call: parsed submission, gated leaves, evidence for the rest.
 
         Raises:
             MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
         """
-        started = time.perf_counter()
         masked = [str(f) for f in task.metadata.get("masked_source", []) or []]
         view = SubmissionView.build(submission, masked_files=masked)
         leaves = expand_rubric(self.rubric, task)
@@ -121,13 +132,24 @@ class Grader:
         pending = [leaf for leaf in leaves if leaf.id not in decided]
         context = GradingContext(task=task, submission=submission, rubric=self.rubric,
                                  source_texts=view.source_texts())
+        evidence = await asyncio.to_thread(self.builder.build, pending, task, view) if pending else []
+        return PreparedGrade(view=view, leaves=leaves, decided=decided, evidence=evidence, context=context)
+
+    async def grade(self, task: Task, submission: Submission) -> Grade:
+        """Grade `submission` against `task`.
+
+        Raises:
+            MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
+        """
+        started = time.perf_counter()
+        prepared = await self.prepare(task, submission)
+        view, decided = prepared.view, dict(prepared.decided)
         usage = Usage()
-        if pending:
-            evidence = await asyncio.to_thread(self.builder.build, pending, task, view)
-            outcome = await self.judge.judge_leaves(context, evidence)
+        if prepared.evidence:
+            outcome = await self.judge.judge_leaves(prepared.context, prepared.evidence)
             usage = outcome.usage
             decided.update({r.leaf_id: r for r in outcome.results})
-        results = [decided[leaf.id] for leaf in leaves]
+        results = [decided[leaf.id] for leaf in prepared.leaves]
         integrity_flags = sorted({f for r in results for f in r.flags if f.startswith("integrity:")})
         warnings: list[str] = []
         if view.injections:
@@ -148,7 +170,6 @@ class Grader:
             error_labels=collect_error_labels(results), integrity_flags=integrity_flags, warnings=warnings,
             calibration=calibration or CalibrationStatus(calibrated=False), usage=usage,
         )
-
 
 
 async def grade_async(task: Task, submission: Submission, *, rubric: Rubric, judge: Judge,

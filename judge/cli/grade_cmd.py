@@ -111,4 +111,27 @@ def grade_command(
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
-        render_grade(result, Console())
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)  # piped output: do not squeeze the leaf table to 80 columns
+        render_grade(result, console)
+
+
+@app.command("schema")
+def schema_command(
+    name: Annotated[str, typer.Argument(help="grade, task, submission or rubric")] = "grade",
+    write: Annotated[Path | None, typer.Option("--write", help="Write every schema into this folder.")] = None,
+) -> None:
+    """Print the JSON Schema of a wire form (or write them all)."""
+    import json
+
+    from judge.schemas import WIRE_MODELS, json_schema, write_schemas
+
+    if write is not None:
+        for path in write_schemas(write):
+            typer.echo(str(path))
+        return
+    if name not in WIRE_MODELS:
+        typer.echo(f"error: unknown schema {name!r} (known: {', '.join(WIRE_MODELS)})", err=True)
+        raise typer.Exit(2)
+    sys.stdout.write(json.dumps(json_schema(name), indent=2, sort_keys=True) + "\n")

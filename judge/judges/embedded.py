@@ -31,6 +31,25 @@ def eligible(snippets: list[AlignedSnippet], margin: float) -> list[AlignedSnipp
     return [s for s in snippets if s.similarity >= float(s.meta.get("best_other", -1.0)) - margin]
 
 
+def _short_location(location: str | None) -> str:
+    """A diff location with the file path cut to its last two components."""
+    if not location:
+        return ""
+    path, _, rest = location.partition(" ")
+    return "/".join(path.split("/")[-2:]) + (f" {rest}" if rest else "")
+
+
+def _no_match(what: str, snippets: list[AlignedSnippet], best: AlignedSnippet | None, threshold: float) -> str:
+    """Why nothing matched: nothing close, or the closest candidate belongs to a sibling item."""
+    if not snippets:
+        return f"the submission has no {what} to match"
+    top = max(snippets, key=lambda s: s.similarity)
+    if best is None:
+        return (f"the closest {what} (similarity {top.similarity:.2f}) matches another ground-truth item "
+                f"better (by more than the explain-away margin)")
+    return f"no {what} matches (best similarity {best.similarity:.2f} < {threshold})"
+
+
 class EmbeddedJudge(Judge):
     """Deterministic judge over aligned evidence."""
 
@@ -116,8 +135,8 @@ class EmbeddedJudge(Judge):
             top = best.similarity if best else 0.0
             verdict, score = self._level(leaf, 2)
             return self.result(leaf, verdict, score=score, confidence=_confidence(top, threshold),
-                               rationale=f"no design item matches this variable (best similarity {top:.2f} < "
-                                         f"{threshold})", error_labels=[leaf.error_category or "design"])
+                               rationale=_no_match("design item", ev.snippets, best, threshold),
+                               error_labels=[leaf.error_category or "design"])
         flags: list[str] = []
         expected, stated = ev.facts.get("expected_role"), best.meta.get("role")
         if stated is not None and stated != expected:
@@ -148,11 +167,11 @@ class EmbeddedJudge(Judge):
         value, best = max(scored, key=lambda pair: pair[0], default=(0.0, None))
         level = 0 if value >= pass_at else 1 if value >= partial_at else 2
         verdict, score = self._level(leaf, level)
-        where = f" in {best.location}" if best else ""
+        where = f" in {_short_location(best.location)}" if best else ""
         rationale = (f"closest hunk{where} scores {value:.2f} (implemented at >= {pass_at}, partial at >= "
                      f"{partial_at}; +{bonus} when it touches a file the requirement names)")
         if best is None:
-            rationale = "no hunk of the diff is this requirement's closest match"
+            rationale = _no_match("hunk", ev.snippets, None, partial_at)
         threshold = pass_at if level == 0 else partial_at
         return self.result(leaf, verdict, score=score, rationale=rationale, confidence=_confidence(value, threshold),
                            evidence=[self.quote(best, ctx)] if best and level < 2 else [],
@@ -167,7 +186,7 @@ class EmbeddedJudge(Judge):
         if best is None or sim < partial:
             verdict, score = self._level(leaf, 2)
             return self.result(leaf, verdict, score=score, confidence=_confidence(sim, partial),
-                               rationale=f"the conclusion does not address this claim (best similarity {sim:.2f})",
+                               rationale=_no_match("conclusion sentence", ev.snippets, best, partial),
                                error_labels=["missing content"])
         quote = [self.quote(best, ctx)]
         numeric, cues = best.meta.get("numeric_status"), best.meta.get("contradiction_cues") or []

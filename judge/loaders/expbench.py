@@ -153,7 +153,7 @@ def describe_run(gen_json: Path) -> ExpBenchRun:
     parts = gen_json.parent.parts
     paper_pos = max((i for i, p in enumerate(parts) if p == match["paper"]), default=-1)
     agent = parts[paper_pos + 1] if 0 <= paper_pos < len(parts) - 1 else "unknown"
-    llm = "/".join(parts[paper_pos + 2:]) if paper_pos >= 0 else gen_json.parent.name
+    llm = "/".join(parts[paper_pos + 2:]) if paper_pos >= 0 else "unknown"
     return ExpBenchRun(
         gen_json=gen_json,
         patch=patch if patch.exists() else None,

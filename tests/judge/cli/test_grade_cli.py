@@ -1,0 +1,88 @@
+"""`expjudge grade` and `expjudge schema` through the real console entry point's typer app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from judge.cli.main import _register_commands, app
+from judge.schemas import SCHEMAS_DIR, json_schema
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLE_TASK = REPO / "examples" / "expbench" / "93022_complete_final.json"
+EXAMPLE_RUN = REPO / "examples" / "expbench" / "93022_task_index_0_iter_1_duration_0.67_eval_gen.json"
+
+_register_commands()
+runner = CliRunner()
+
+
+def grade(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["grade", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_json_output_validates_against_the_published_schema() -> None:
+    code, out, _ = grade("--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN),
+                         "--json")
+    assert code == 0
+    data = json.loads(out)
+    published = json.loads((SCHEMAS_DIR / "grade.schema.json").read_text())
+    jsonschema.validate(data, published)
+    assert data["fingerprint"]["rubric_id"] == "expbench-v1" and len(data["fingerprint"]["rubric_hash"]) == 64
+    assert {leaf["verdict"] for leaf in data["leaves"]} <= {"pass", "fail", "partial", "unscored"}
+    assert any(q["verified"] for leaf in data["leaves"] for q in leaf["evidence"])
+    assert set(data["metrics"]) >= {"D", "I", "E", "C", "all_correct"}
+    assert data["error_labels"]
+
+
+def test_table_output_shows_stages_and_leaves() -> None:
+    code, out, _ = grade("--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN))
+    assert code == 0
+    for text in ("Stages", "design", "implementation", "requirement.0", "EXP-Bench: D=", "fingerprint"):
+        assert text in out
+
+
+def test_published_schemas_are_current() -> None:
+    for name in ("task", "submission", "grade", "rubric"):
+        published = json.loads((SCHEMAS_DIR / f"{name}.schema.json").read_text())
+        assert published == json.loads(json.dumps(json_schema(name))), f"run: expjudge schema --write schemas ({name})"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--task", "missing.json", "--submission", str(EXAMPLE_RUN)], 2, "file not found"),
+        (["--task", str(EXAMPLE_TASK), "--submission", str(EXAMPLE_RUN)], 2, "--task-index"),
+        (["--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN),
+          "--rubric", "nope"], 3, "unknown rubric 'nope'"),
+        (["--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN),
+          "--judge", "embedded", "--samples", "3"], 3, "samples must be 1"),
+    ],
+)
+def test_bad_input_gives_a_message_and_exit_code(args: list[str], code: int, message: str) -> None:
+    exit_code, _, err = grade(*args)
+    assert exit_code == code
+    assert message in err
+
+
+def test_malformed_json_and_diff_are_clear_errors(tmp_path: Path) -> None:
+    broken = tmp_path / "sub.json"
+    broken.write_text("{\"design\": ")
+    code, _, err = grade("--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(broken))
+    assert code == 2 and "malformed JSON at line 1" in err
+    run = tmp_path / "1_task_index_0_iter_1_duration_1_eval_gen.json"
+    run.write_text(json.dumps({"design": "x", "conclusion": "y"}))
+    run.with_suffix(".patch").write_text("this is not a diff\n@@ nonsense\n")
+    code, _, err = grade("--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(run))
+    assert code == 2 and "diff" in err
+
+
+def test_schema_command_prints_and_rejects_unknown() -> None:
+    result = runner.invoke(app, ["schema", "submission"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["title"] == "Submission"
+    result = runner.invoke(app, ["schema", "nope"])
+    assert result.exit_code == 2
