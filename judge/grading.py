@@ -77,6 +77,23 @@ def _gate_result(leaf: Leaf, reason: str, reason_code: str = "gate", verdict: st
     )
 
 
+def _process_metrics(task: Task, submission: Submission) -> dict[str, Any]:
+    """FML-bench process metrics of a submission's trajectory (direction and baseline from metadata)."""
+    from judge.process import metrics_from_trajectory
+
+    meta = {**task.metadata, **submission.metadata}
+    direction = meta.get("metric_direction")
+    baseline = meta.get("baseline_metric")
+    budget = meta.get("step_budget")
+    metrics = metrics_from_trajectory(
+        submission.trajectory or [],
+        metric_direction=direction if direction in {"higher", "lower"} else None,
+        baseline_metric=float(baseline) if baseline is not None else None,
+        budget=int(budget) if budget is not None else None,
+    )
+    return metrics.model_dump(mode="json")
+
+
 @dataclass
 class PreparedGrade:
     """A grade up to the judge call; dry runs and token counts stop here."""
@@ -159,6 +176,7 @@ class Grader:
         stages = stage_scores(self.rubric, results)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         calibration = self.calibration_lookup(self.fingerprint) if self.calibration_lookup else None
+        process = await asyncio.to_thread(_process_metrics, task, submission) if submission.trajectory else None
         if not usage.llm_calls:
             usage.latency_seconds = round(time.perf_counter() - started, 4)
         return Grade(
@@ -168,7 +186,7 @@ class Grader:
             overall_score=overall_score(self.rubric, stages),
             metrics=expbench_metrics(self.rubric, stages, integrity_flags, executed),
             error_labels=collect_error_labels(results), integrity_flags=integrity_flags, warnings=warnings,
-            calibration=calibration or CalibrationStatus(calibrated=False), usage=usage,
+            calibration=calibration or CalibrationStatus(calibrated=False), usage=usage, process=process,
         )
 
 
