@@ -13,7 +13,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from judge.settings import configure_offline_environment  # noqa: E402
+from judge.settings import configure_offline_environment
 
 configure_offline_environment()
 

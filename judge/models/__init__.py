@@ -56,8 +56,8 @@ __all__ = [
     "Task",
     "TrajectoryStep",
     "Usage",
-    "Verdict",
     "VariableRole",
+    "Verdict",
     "canonical_json",
     "content_hash",
 ]
