@@ -163,9 +163,13 @@ class EvidenceBuilder:
             for col, sim, best_other in self._ranked(sims, row) if items else []:
                 item = items[col]
                 values: list[str] = list(leaf.target_meta.get("values") or [])
-                value_sims = self.embedder.similarity(values, [item.text])[:, 0].tolist() if values else []
-                # Short values ("96", "Easy", "MLP") embed poorly: stated verbatim counts as covered.
-                value_sims = [1.0 if value_stated(v, item.text) else s for v, s in zip(values, value_sims, strict=True)]
+                # Short values ("96", "Easy", "MLP") embed poorly: stated verbatim counts as covered,
+                # and only the values not stated verbatim go through the model.
+                value_sims = [1.0 if value_stated(v, item.text) else -1.0 for v in values]
+                unstated = [v for v, sim in zip(values, value_sims, strict=True) if sim < 0]
+                if unstated:
+                    embedded = iter(self.embedder.similarity(unstated, [item.text])[:, 0].tolist())
+                    value_sims = [sim if sim >= 0 else float(next(embedded)) for sim in value_sims]
                 snippets.append(AlignedSnippet(
                     source="design", text=item.text, location=f"design item {col + 1}", similarity=sim,
                     meta={"role": item.role, "name": item.name, "best_other": best_other,

@@ -1,0 +1,146 @@
+"""Agreement of a judge run with the human labels, next to the human ceiling on the same units.
+
+Figures come from `calibration.agreement` (judge vs reference, overall and per category) and
+`calibration.ceiling` (human vs human, restricted to the units the judge was run on). Bootstrap intervals
+resample diffs/tasks (the items' groups), not single items. The figures of a run are cached by the content
+of everything they depend on, so a fully cached rerun does not pay for the bootstrap again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from calibration.agreement import agreement_report, per_category
+from calibration.agreement_models import AgreementReport
+from calibration.ceiling import human_ceiling_with_reason
+from calibration.labels import UNCATEGORISED, Label, LabelKey, LabelSet
+from calibration.report_html import CalibrationReportData, CategoryResult, Disagreement
+from calibration.runner import CaseAdapter, CaseOutcome
+from judge.judges.response_cache import ResponseCache
+from judge.models import content_hash
+
+METRICS_CACHE_VERSION = "calibration-metrics-v1"
+
+
+def _category(outcome: CaseOutcome) -> str:
+    return outcome.case.item.category or UNCATEGORISED
+
+
+def _figures(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Label], label_set: LabelSet,
+             adapter: CaseAdapter, n_resamples: int, seed: int) -> dict[str, Any]:
+    keys = [o.case.key for o in outcomes]
+    ref: list[Label | None] = [reference.get(k) for k in keys]
+    pred = [o.predicted for o in outcomes]
+    conf = [o.result.confidence if o.predicted is not None else None for o in outcomes]
+    groups = [o.case.item.group_id for o in outcomes]
+    cats = [_category(o) for o in outcomes]
+    common: dict[str, Any] = {"labels": list(adapter.labels), "scale": adapter.scale,
+                              "n_resamples": n_resamples, "seed": seed}
+    overall = agreement_report(ref, pred, groups=groups, confidence=conf, name="judge vs reference", **common)
+    by_cat = per_category(ref, pred, cats, groups=groups, confidence=conf, **common)
+    ceiling, reason = human_ceiling_with_reason(label_set, keys=keys, **common)
+    cat_ceilings: dict[str, tuple[AgreementReport | None, str | None]] = {}
+    for cat, subset in label_set.by_category().items():
+        if cat in by_cat:
+            cat_keys = [k for k, c in zip(keys, cats, strict=True) if c == cat]
+            cat_ceilings[cat] = human_ceiling_with_reason(subset, keys=cat_keys, name=f"human vs human, {cat}",
+                                                          **common)
+    return {
+        "overall": overall.model_dump(mode="json"),
+        "categories": {c: r.model_dump(mode="json") for c, r in by_cat.items()},
+        "ceiling": ceiling.model_dump(mode="json") if ceiling else None,
+        "ceiling_reason": reason,
+        "category_ceilings": {c: [r.model_dump(mode="json") if r else None, why]
+                              for c, (r, why) in cat_ceilings.items()},
+    }
+
+
+def _figures_key(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Label], label_set: LabelSet,
+                 adapter: CaseAdapter, n_resamples: int, seed: int) -> str:
+    keys = {o.case.key for o in outcomes}
+    rows = [[o.case.key, reference.get(o.case.key), o.predicted,
+             o.result.confidence if o.predicted is not None else None, o.case.item.group_id, _category(o)]
+            for o in outcomes]
+    humans = [lab.model_dump(mode="json") for lab in label_set.labels if lab.key in keys]
+    return content_hash([METRICS_CACHE_VERSION, rows, humans, list(adapter.labels), adapter.scale,
+                         n_resamples, seed])
+
+
+def _disagreements(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Label],
+                   label_set: LabelSet) -> list[Disagreement]:
+    notes: dict[LabelKey, list[str]] = {}
+    for lab in label_set.labels:
+        if lab.note:
+            notes.setdefault(lab.key, []).append(f"{lab.rater_id}: {lab.note}")
+    out = []
+    for o in outcomes:
+        ref = reference.get(o.case.key)
+        if ref is None or o.predicted == ref:
+            continue
+        out.append(Disagreement(
+            item_id=o.case.item.item_id, target=o.case.leaf.target, category=_category(o), reference_label=ref,
+            judge_label=o.predicted, confidence=o.result.confidence,
+            rationale=o.result.rationale or o.result.reason or "", reference_evidence=o.case.shown_to_raters,
+            judge_evidence=o.judge_evidence, notes=notes.get(o.case.key, []),
+        ))
+    return out
+
+
+async def measure(
+    outcomes: Sequence[CaseOutcome],
+    reference: dict[LabelKey, Label],
+    label_set: LabelSet,
+    adapter: CaseAdapter,
+    *,
+    judge: str,
+    fingerprint: str,
+    label_set_name: str,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    cache: ResponseCache | None = None,
+    warnings: Sequence[str] = (),
+    meta: dict[str, Any] | None = None,
+    title: str = "Calibration report",
+) -> CalibrationReportData:
+    """The calibration report of a judge run.
+
+    Args:
+        outcomes: The judge's outcomes, one per unit.
+        reference: The reference label of each unit (`LabelSet.reference()`).
+        label_set: All human labels (for the ceiling and rater notes).
+        adapter: Label order and scale.
+        judge: The judge's name or spec, for the report.
+        fingerprint: Digest of the judge fingerprint that was measured.
+        label_set_name: How the report names the labels (name, hash, filters).
+        n_resamples: Bootstrap resamples for every interval.
+        seed: Bootstrap seed.
+        cache: Where figures are cached by the content they depend on (None: always compute).
+        warnings: Shown in the report's notes.
+        meta: Extra data for report.json (usage, fingerprint, ...).
+        title: The report's title.
+    """
+    key = _figures_key(outcomes, reference, label_set, adapter, n_resamples, seed)
+    figures = await cache.get(key) if cache is not None else None
+    if figures is None:
+        figures = _figures(outcomes, reference, label_set, adapter, n_resamples, seed)
+        if cache is not None:
+            await cache.set(key, figures)
+    category_ceilings = figures["category_ceilings"]
+    categories = []
+    for cat, rep in figures["categories"].items():
+        ceiling, why = category_ceilings.get(cat, [None, "no human labels in this category"])
+        categories.append(CategoryResult(
+            category=cat, judge=AgreementReport.model_validate(rep),
+            ceiling=AgreementReport.model_validate(ceiling) if ceiling else None, ceiling_reason=why))
+    predictions = [{"item_id": o.case.item.item_id, "group_id": o.case.item.group_id,
+                    "category": _category(o), "reference": reference.get(o.case.key), "predicted": o.predicted,
+                    "verdict": o.result.verdict, "confidence": o.result.confidence} for o in outcomes]
+    return CalibrationReportData(
+        title=title, judge=judge, fingerprint=fingerprint, label_set=label_set_name,
+        overall=AgreementReport.model_validate(figures["overall"]),
+        ceiling=AgreementReport.model_validate(figures["ceiling"]) if figures["ceiling"] else None,
+        ceiling_reason=figures["ceiling_reason"], categories=categories,
+        disagreements=_disagreements(outcomes, reference, label_set), warnings=list(warnings),
+        meta={**(meta or {}), "predictions": predictions},
+    )

@@ -1,0 +1,337 @@
+"""Run a judge over labelled items: each item becomes (task, submission, leaf), graded once and cached.
+
+An adapter turns a labelled item into a `JudgeCase` and a judge's `LeafResult` back into a label of the
+label set. Claims about diffs (CRScore) are the adapter shipped here; any item type that can be turned into a
+task, a submission and one leaf can get its own.
+
+Caching, so a rerun costs nothing: results of the deterministic embedded judge are kept in the store by
+(item content hash, judge fingerprint digest); LLM calls go through the store's response cache (keyed by the
+exact messages, schema and sampling), so a rerun of the LLM judge makes no call. A changed rubric, prompt,
+model or sampling setting is a new fingerprint, hence new cache keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from calibration.agreement_models import MetricScale
+from calibration.items import CLAIM_CRITERION, ClaimItem, LabelledItem
+from calibration.labels import Label, LabelKey
+from judge.errors import InputError, MalformedDiffError, RubricError
+from judge.evidence.builder import EvidenceBuilder, SubmissionView
+from judge.evidence.claim_evidence import CLAIM_FEATURES_VERSION, alignment_texts, ensure_diff_headers
+from judge.evidence.embeddings import Embedder, default_embedder
+from judge.grading import fingerprint_for
+from judge.judges.base import GradingContext, Judge, LeafEvidence
+from judge.judges.claim_check import CLAIM_LABELS, claim_label_of
+from judge.judges.embedded import EmbeddedJudge
+from judge.judges.response_cache import ResponseCache
+from judge.models import JudgeFingerprint, Leaf, LeafResult, Rubric, Submission, Task, content_hash
+from judge.rubric_loader import expand_rubric
+
+CLAIM_CHECK = "claim_vs_diff"
+# Part of every result-cache key: bump when what a cached result means changes.
+RESULT_CACHE_VERSION = "calibration-result-v1"
+_SYNTHETIC_EXT = {"python": "py", "java": "java"}
+_DECIDING_MODULES = ("judge.evidence.claim_evidence", "judge.judges.claim_check", "judge.judges.embedded",
+                     "judge.evidence.builder", "judge.evidence.diff_evidence", "judge.evidence.embeddings")
+
+
+@dataclass(frozen=True)
+class JudgeCase:
+    """One labelled unit made gradable: the item, the label key it answers, and what the judge sees."""
+
+    item: LabelledItem
+    key: LabelKey
+    task: Task
+    submission: Submission
+    leaf: Leaf
+    shown_to_raters: str = ""
+
+    def content_hash(self) -> str:
+        """Hash of everything graded (task, submission, the leaf with its target); ids left out."""
+        return content_hash([self.task.content_hash(), self.submission.content_hash(),
+                             self.leaf.model_dump(mode="json")])
+
+
+class CaseAdapter(Protocol):
+    """Turns labelled items into judge cases and judge results back into labels."""
+
+    labels: tuple[Label, ...]
+    scale: MetricScale
+
+    def accepts(self, item: LabelledItem) -> bool:
+        """Whether this adapter can grade the item."""
+        ...
+
+    def key_of(self, item: LabelledItem) -> LabelKey:
+        """The labelled unit an item's verdict answers."""
+        ...
+
+    def leaf_for(self, rubric: Rubric) -> Leaf:
+        """The rubric's leaf that grades such items (its target is filled in per item)."""
+        ...
+
+    def to_case(self, item: LabelledItem, leaf: Leaf) -> JudgeCase:
+        """The case of one item."""
+        ...
+
+    def label_of(self, result: LeafResult) -> Label | None:
+        """The label a result stands for; None when the judge left the unit undecided."""
+        ...
+
+
+def single_leaf(rubric: Rubric, check: str, task: Task) -> Leaf:
+    """The one leaf of `rubric` whose check is `check`, expanded over `task`.
+
+    Raises:
+        RubricError: the rubric has no such leaf, or more than one.
+    """
+    leaves = [leaf for leaf in expand_rubric(rubric, task) if leaf.check.name == check]
+    if len(leaves) != 1:
+        found = "no" if not leaves else f"{len(leaves)}"
+        raise RubricError(f"has {found} leaf with check {check!r}; calibration needs exactly one",
+                          field=f"rubric {rubric.id}")
+    return leaves[0]
+
+
+class ClaimAdapter:
+    """Claims about a diff (CRScore): Task(task_id=diff id) + Submission(diff) + the claim_vs_diff leaf."""
+
+    labels: tuple[Label, ...] = CLAIM_LABELS
+    scale: MetricScale = "categorical"
+
+    def accepts(self, item: LabelledItem) -> bool:
+        """True for ClaimItems."""
+        return isinstance(item, ClaimItem)
+
+    def key_of(self, item: LabelledItem) -> LabelKey:
+        """(item id, "claim_correctness")."""
+        return LabelKey(item.item_id, getattr(item, "criterion", CLAIM_CRITERION))
+
+    def leaf_for(self, rubric: Rubric) -> Leaf:
+        """The rubric's claim_vs_diff leaf, expanded over a small task."""
+        return single_leaf(rubric, CLAIM_CHECK, Task(task_id="claim"))
+
+    def to_case(self, item: LabelledItem, leaf: Leaf) -> JudgeCase:
+        """The case of one claim; a bare hunk gets a synthetic file header so it parses."""
+        if not isinstance(item, ClaimItem):
+            raise TypeError(f"ClaimAdapter cannot grade {type(item).__name__}")
+        path = f"snippet.{_SYNTHETIC_EXT.get(item.language, 'txt')}"
+        task = Task(task_id=item.group_id, question="Is this statement about the diff correct?",
+                    metadata={"language": item.language})
+        submission = Submission(submission_id=item.item_id, task_id=item.group_id,
+                                diff=ensure_diff_headers(item.diff, path))
+        return JudgeCase(item=item, key=self.key_of(item), task=task, submission=submission,
+                         leaf=leaf.model_copy(update={"target": item.claim}),
+                         shown_to_raters=f"claim: {item.claim}\n\n{item.diff}")
+
+    def label_of(self, result: LeafResult) -> Label | None:
+        """correct / incorrect / unverifiable / incomplete, or None (see `claim_label_of`)."""
+        return claim_label_of(result)
+
+
+ADAPTERS: tuple[CaseAdapter, ...] = (ClaimAdapter(),)
+
+
+@dataclass
+class CaseOutcome:
+    """What the judge decided on one case, and what it was shown."""
+
+    case: JudgeCase
+    result: LeafResult
+    predicted: Label | None
+    judge_evidence: list[str] = field(default_factory=list)
+    from_cache: bool = False
+
+
+@dataclass
+class RunStats:
+    """What a run cost: cache use, LLM calls, texts embedded, wall time."""
+
+    items: int = 0
+    result_cache_hits: int = 0
+    llm_calls: int = 0
+    llm_cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    embedder_encodings: int = 0
+    seconds: float = 0.0
+    undecided: dict[str, int] = field(default_factory=dict)  # reason code -> units left without a label
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {k: v for k, v in self.__dict__.items() if k != "warnings"}
+
+
+def evidence_texts(evidence: LeafEvidence) -> list[str]:
+    """The snippets a judge was shown (location and similarity first) and the facts, as text."""
+    texts = [f"{s.location or s.source} (similarity {s.similarity:.2f})\n{s.text}" for s in evidence.snippets]
+    if evidence.facts:
+        texts.append("facts: " + json.dumps(evidence.facts, sort_keys=True, default=str))
+    return texts
+
+
+def _unscored(case: JudgeCase, reason: str, judge_name: str) -> LeafResult:
+    leaf = case.leaf
+    return LeafResult(leaf_id=leaf.id, template_id=leaf.template_id, stage=leaf.stage, title=leaf.title,
+                      target=leaf.target, verdict="unscored", weight=leaf.weight, reason_code="no_submission_field",
+                      reason=reason, judge=judge_name)
+
+
+@functools.cache
+def deciding_code_digest() -> str:
+    """Hash of the source of the modules that decide an embedded result.
+
+    The fingerprint's code version is the package version, which a change to a check between releases
+    does not move; cached results must not outlive the code that made them.
+    """
+    sources = []
+    for module in _DECIDING_MODULES:
+        spec = importlib.util.find_spec(module)
+        origin = spec.origin if spec is not None else None
+        sources.append(Path(origin).read_bytes().decode("utf-8", "replace") if origin else module)
+    return content_hash(sources)[:16]
+
+
+def _cache_key(case: JudgeCase, fingerprint: JudgeFingerprint) -> str:
+    return content_hash([RESULT_CACHE_VERSION, CLAIM_FEATURES_VERSION, deciding_code_digest(), case.content_hash(),
+                         fingerprint.digest])
+
+
+class CaseRunner:
+    """Grades cases with one rubric and one judge, concurrency-limited, with a progress bar.
+
+    Args:
+        rubric: The rubric the cases' leaves come from (its hash is in the fingerprint).
+        judge: The judge to run.
+        adapter: Maps results back to labels.
+        embedder: Embeddings for evidence alignment (default: the shared offline model).
+        result_cache: Where deterministic (embedded) results are kept; None disables result caching.
+        concurrency: Cases graded at once.
+        console: Where the progress bar goes (default: stderr); None or `progress=False` hides it.
+    """
+
+    def __init__(self, rubric: Rubric, judge: Judge, adapter: CaseAdapter, *, embedder: Embedder | None = None,
+                 result_cache: ResponseCache | None = None, concurrency: int = 4, progress: bool = True,
+                 console: Console | None = None) -> None:
+        self.rubric = rubric
+        self.judge = judge
+        self.adapter = adapter
+        self.embedder = embedder or default_embedder()
+        self.builder = EvidenceBuilder(self.embedder)
+        self.fingerprint = fingerprint_for(rubric, judge)
+        # Only a deterministic judge's results may be reused whole; an LLM judge's come from its
+        # response cache, which never keeps a failed call.
+        self.result_cache = result_cache if isinstance(judge, EmbeddedJudge) else None
+        self.concurrency = max(1, concurrency)
+        self.progress = progress
+        self.console = console or Console(stderr=True)
+
+    def build_evidence(self, cases: Sequence[JudgeCase]) -> list[LeafEvidence | None]:
+        """Evidence of every case (None where the submission does not parse), embedding in one batch."""
+        views: list[SubmissionView | None] = []
+        texts: list[str] = []
+        for case in cases:
+            try:
+                view = SubmissionView.build(case.submission)
+            except MalformedDiffError:
+                views.append(None)
+                continue
+            views.append(view)
+            if case.leaf.check.name == CLAIM_CHECK:
+                texts += alignment_texts([case.leaf], view.diff)
+        self.embedder.encode(list(dict.fromkeys(texts)))  # one batched pass; per-case builds then hit memory
+        return [self.builder.build([case.leaf], case.task, view)[0] if view is not None else None
+                for case, view in zip(cases, views, strict=True)]
+
+    async def run(self, cases: Sequence[JudgeCase]) -> tuple[list[CaseOutcome], RunStats]:
+        """Grade every case; outcomes in input order."""
+        started = time.perf_counter()
+        encoded_before = self.embedder.encoded_texts
+        stats = RunStats(items=len(cases))
+        outcomes: list[CaseOutcome | None] = [None] * len(cases)
+        pending: list[int] = []
+        keys = [_cache_key(case, self.fingerprint) for case in cases]
+        for index, case in enumerate(cases):
+            hit = await self.result_cache.get(keys[index]) if self.result_cache is not None else None
+            if hit is None:
+                pending.append(index)
+                continue
+            result = LeafResult.model_validate(hit["result"])
+            outcomes[index] = CaseOutcome(case, result, self.adapter.label_of(result),
+                                          list(hit.get("evidence", [])), from_cache=True)
+            stats.result_cache_hits += 1
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=self.console, disable=not self.progress,
+                      transient=False) as bar:
+            task_id = bar.add_task(f"{self.judge.name} on {len(cases)} items", total=len(cases),
+                                   completed=len(cases) - len(pending))
+            evidence = await asyncio.to_thread(self.build_evidence, [cases[i] for i in pending])
+            semaphore = asyncio.Semaphore(self.concurrency)
+
+            async def one(index: int, item: LeafEvidence | None) -> None:
+                async with semaphore:
+                    outcomes[index] = await self._judge(cases[index], item, keys[index], stats)
+                bar.advance(task_id)
+
+            await asyncio.gather(*(one(i, e) for i, e in zip(pending, evidence, strict=True)))
+        done = [o for o in outcomes if o is not None]
+        for outcome in done:
+            if outcome.predicted is None:
+                code = outcome.result.reason_code or outcome.result.verdict
+                stats.undecided[code] = stats.undecided.get(code, 0) + 1
+        stats.embedder_encodings = self.embedder.encoded_texts - encoded_before
+        stats.seconds = round(time.perf_counter() - started, 3)
+        return done, stats
+
+    async def _judge(self, case: JudgeCase, evidence: LeafEvidence | None, key: str, stats: RunStats) -> CaseOutcome:
+        if evidence is None:
+            reason = "the diff does not parse as a unified diff"
+            stats.warnings.append(f"{case.item.item_id}: {reason}")
+            return CaseOutcome(case, _unscored(case, reason, self.judge.name), None)
+        view_texts = {"diff": case.submission.diff or ""}
+        context = GradingContext(task=case.task, submission=case.submission, rubric=self.rubric,
+                                 source_texts=view_texts)
+        outcome = await self.judge.judge_leaves(context, [evidence])
+        usage = outcome.usage
+        stats.llm_calls += usage.llm_calls
+        stats.llm_cache_hits += usage.cache_hits
+        stats.prompt_tokens += usage.prompt_tokens
+        stats.completion_tokens += usage.completion_tokens
+        stats.cost_usd += usage.cost_usd
+        result = outcome.results[0]
+        shown = evidence_texts(evidence)
+        if self.result_cache is not None:
+            await self.result_cache.set(key, {"result": result.model_dump(mode="json"), "evidence": shown})
+        return CaseOutcome(case, result, self.adapter.label_of(result), shown)
+
+
+def adapter_for(items: Sequence[LabelledItem]) -> CaseAdapter:
+    """The adapter that can grade these items.
+
+    Raises:
+        InputError: no adapter accepts them (e.g. a labels file, whose items carry no content to judge).
+    """
+    for adapter in ADAPTERS:
+        if items and all(adapter.accepts(item) for item in items):
+            return adapter
+    kinds = sorted({type(item).__name__ for item in items}) or ["none"]
+    raise InputError(
+        f"no judge adapter for items of type {', '.join(kinds)}: calibration needs items that carry what "
+        "the judge grades (e.g. a CRScore claims folder, whose items hold the diff and the claim)",
+        field="labels",
+    )

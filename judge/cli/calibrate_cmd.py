@@ -1,0 +1,158 @@
+"""`expjudge calibrate`: a judge's agreement with human labels, next to the human ceiling, stored and reported."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from judge.cli.errors import exit_on_input_error
+from judge.cli.main import app
+from judge.errors import InputError
+from judge.settings import get_settings
+
+if TYPE_CHECKING:
+    from calibration.agreement_models import AgreementReport, Estimate
+    from calibration.calibrate_run import CalibrationOutcome
+    from calibration.runner import RunStats
+    from judge.store import Store
+
+T = TypeVar("T")
+FIGURES = (("macro_f1", "macro-F1"), ("cohen_kappa", "Cohen's kappa"), ("krippendorff_alpha", "Krippendorff's alpha"),
+           ("accuracy", "accuracy"))
+
+LabelsOpt = Annotated[Path, typer.Option("--labels", help="Labels: a CRScore claims folder, or a labels file.")]
+JudgeOpt = Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Folder for report.json and report.html.")]
+RubricOpt = Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")]
+SamplesOpt = Annotated[int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")]
+ApiBaseOpt = Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible base URL.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", help="Judge only the first N items (hash order).")]
+LanguageOpt = Annotated[str | None, typer.Option("--language", help="Only one language: py or java.")]
+DatabaseOpt = Annotated[str | None, typer.Option("--database-url", help="Store URL (default: settings).")]
+BootstrapOpt = Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples per interval.")]
+ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar on stderr.")]
+
+
+def console() -> Console:
+    """Stdout console; wide when not a terminal, so tables are not folded in logs and captures."""
+    return Console(width=None if sys.stdout.isatty() else 150, highlight=False)
+
+
+async def with_store(database_url: str | None, action: Callable[[Store], Awaitable[T]]) -> T:
+    """Open and migrate the store, run `action` on it, close it."""
+    from judge.store import Store
+
+    store = Store(database_url or get_settings().database_url)
+    try:
+        await store.migrate()
+        return await action(store)
+    finally:
+        await store.close()
+
+
+def fmt(est: Estimate | None) -> str:
+    """"0.712 [0.650, 0.770]", or "-" / "n/a (reason)"."""
+    return "-" if est is None else est.format()
+
+
+def agreement_rows(table: Table, columns: list[AgreementReport | None]) -> None:
+    """Headline rows (n, figures with intervals, coverage) for several reports side by side."""
+    table.add_row("items with both labels", *("-" if r is None else str(r.n_paired) for r in columns))
+    for name, title in FIGURES:
+        table.add_row(title, *("-" if r is None else fmt(r.headline()[name]) for r in columns))
+    table.add_row("coverage", *("-" if r is None or r.coverage is None else f"{r.coverage:.3f}" for r in columns))
+
+
+def usage_line(stats: RunStats) -> str:
+    """What the run cost, and how many units the judge left without a label (and why)."""
+    line = (f"{stats.items} items: {stats.result_cache_hits} results from the store cache, {stats.llm_calls} LLM "
+            f"calls ({stats.llm_cache_hits} answered from the cache), {stats.embedder_encodings} texts embedded, "
+            f"{stats.seconds:.1f}s")
+    if stats.undecided:
+        reasons = ", ".join(f"{code} {n}" for code, n in sorted(stats.undecided.items()))
+        line += f"; left undecided: {sum(stats.undecided.values())} ({reasons})"
+    return line
+
+
+def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
+    """Summary, per-category and base-rate tables of a calibration."""
+    report, fp = outcome.report, outcome.fingerprint
+    out.print(f"[bold]Calibration[/bold] of {report.judge} | rubric {fp.rubric_id}@{fp.rubric_version} | "
+              f"fingerprint {fp.digest}")
+    out.print(f"labels: {report.label_set}")
+    for note in outcome.notes:
+        out.print(f"[yellow]note:[/yellow] {note}")
+    ceiling = report.ceiling
+    summary = Table(title="Agreement with the human reference (95% bootstrap intervals over diffs)")
+    summary.add_column("figure")
+    summary.add_column("judge vs reference")
+    summary.add_column("human vs human (same items)")
+    agreement_rows(summary, [report.overall, ceiling])
+    out.print(summary)
+    if ceiling is None:
+        out.print(f"no human ceiling: {report.ceiling_reason}")
+    cats = Table(title="Per category")
+    for column in ("category", "n judge", "judge macro-F1", "judge kappa", "n human", "human macro-F1", "human kappa"):
+        cats.add_column(column)
+    for c in report.categories:
+        h = c.ceiling
+        cats.add_row(c.category, str(c.judge.n_paired), fmt(c.judge.macro_f1), fmt(c.judge.cohen_kappa),
+                     str(h.n_paired) if h else "-", fmt(h.macro_f1 if h else None),
+                     fmt(h.cohen_kappa if h else None))
+    out.print(cats)
+    rates = Table(title="Base rates (items with both labels)")
+    for column in ("class", "reference", "judge"):
+        rates.add_column(column)
+    for b in report.overall.base_rates:
+        rates.add_row(str(b.label), _rate(b.reference_count, b.reference_rate),
+                      _rate(b.predicted_count, b.predicted_rate))
+    out.print(rates)
+    out.print(usage_line(outcome.stats))
+    state = "stored" if outcome.stored_new else "already stored (same fingerprint, labels and items)"
+    out.print(f"calibration {outcome.record.calibration_id} {state} for fingerprint {fp.digest}")
+    if outcome.paths:
+        out.print(f"report: {outcome.paths[0]} and {outcome.paths[1]}")
+
+
+def _rate(count: int, rate: float | None) -> str:
+    return f"{count} ({rate:.3f})" if rate is not None else str(count)
+
+
+def check_out_dir(out: Path) -> None:
+    """Fail early, with the path in the message, when the output folder cannot be made."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder: {exc.strerror}", field=str(out)) from exc
+
+
+@app.command("calibrate")
+def calibrate_command(
+    labels: LabelsOpt,
+    out: OutOpt,
+    judge: JudgeOpt = "embedded",
+    rubric: RubricOpt = "crscore-claims-v1",
+    samples: SamplesOpt = 1,
+    api_base: ApiBaseOpt = None,
+    limit: LimitOpt = None,
+    language: LanguageOpt = None,
+    database_url: DatabaseOpt = None,
+    bootstrap: BootstrapOpt = 1000,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run a judge over labelled items (cached), print its agreement next to the human ceiling, store it."""
+    from calibration.calibrate_run import calibrate
+
+    with exit_on_input_error():
+        check_out_dir(out)
+        outcome = asyncio.run(with_store(database_url, lambda store: calibrate(
+            labels, judge, store, rubric_ref=rubric, samples=samples, api_base=api_base, limit=limit,
+            language=language, n_resamples=bootstrap, progress=progress, out_dir=out)))
+    render_calibration(outcome, console())

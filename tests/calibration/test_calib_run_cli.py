@@ -1,0 +1,198 @@
+"""`expjudge calibrate` on the real CRScore Python+Java labels (a deterministic subset), through CliRunner.
+
+The full set is timed in bench/calibration_speed.py; here `--limit 40` keeps whole diffs of both languages,
+with units both raters labelled, so the human ceiling exists on the same items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_calib_report_html import CHROMIUM, IMG, PNG_SIGNATURE, _chromium
+from typer.testing import CliRunner
+
+from calibration.crscore import CLAIM_LABELS
+from calibration.labelled_sets import load_labelled_set
+from calibration.report_html import FIGURE_IDS, CalibrationReportData
+from judge.cli.main import _register_commands, app
+from judge.evidence import embeddings
+from judge.grading import fingerprint_for
+from judge.judges.embedded import EmbeddedJudge
+from judge.models import CalibrationStatus
+from judge.rubric_loader import load_rubric
+from judge.settings import REPO_ROOT, get_settings
+from judge.store import Store
+
+_register_commands()
+runner = CliRunner()
+LIMIT = "40"
+SHARED_CRSCORE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "crscore_claims"
+ROW = r"│ {name}\s+│ (?P<judge>\S+ \[\S+, \S+\])\s+│ (?P<human>\S+ \[\S+, \S+\])\s+│"
+
+
+def calibrate(labels: Path, out: Path, *extra: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["calibrate", "--labels", str(labels), "--out", str(out), "--judge", "embedded",
+                                 "--no-progress", "--bootstrap", "200", *extra])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One calibration run of the embedded judge on 40 CRScore claims, in a fresh SQLite store."""
+    if not SHARED_CRSCORE.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_CRSCORE}")
+    folder = tmp_path_factory.mktemp("calibrate")
+    url = f"sqlite+aiosqlite:///{folder / 'store.db'}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EXPJUDGE_DATABASE_URL", url)
+        get_settings.cache_clear()
+        code, out, err = calibrate(SHARED_CRSCORE, folder / "out", "--limit", LIMIT)
+        assert code == 0, err
+        yield {"url": url, "labels": SHARED_CRSCORE, "folder": folder, "stdout": out,
+               "report": CalibrationReportData.model_validate_json((folder / "out" / "report.json").read_text())}
+    get_settings.cache_clear()
+
+
+def test_summary_prints_judge_and_human_figures_with_intervals(calibrated: dict[str, Any]) -> None:
+    out, report = calibrated["stdout"], calibrated["report"]
+    for name, attr in (("macro-F1", "macro_f1"), ("Cohen's kappa", "cohen_kappa"), ("accuracy", "accuracy")):
+        row = re.search(ROW.format(name=re.escape(name)), out)
+        assert row, f"no {name} row with two intervals in:\n{out}"
+        assert row["judge"] == getattr(report.overall, attr).format()
+        assert report.ceiling is not None and row["human"] == getattr(report.ceiling, attr).format()
+    assert report.overall.n_items == int(LIMIT) and report.overall.labels == list(CLAIM_LABELS)
+    assert {c.category for c in report.categories} == {"java", "python"}
+    for c in report.categories:
+        assert re.search(rf"│ {c.category}\s+│ {c.judge.n_paired}\s+│ {re.escape(c.judge.macro_f1.format())}", out)
+    assert "Base rates" in out and "coverage" in out and "stored for fingerprint" in out
+
+
+def test_the_human_ceiling_is_measured_on_the_judged_items_only(calibrated: dict[str, Any]) -> None:
+    report: CalibrationReportData = calibrated["report"]
+    _, labels = load_labelled_set(calibrated["labels"])
+    judged = {p["item_id"] for p in report.meta["predictions"]}
+    shared = [k for k in labels.shared_keys() if k.item_id in judged]
+    assert report.ceiling is not None and report.ceiling.n_paired == len(shared) > 0
+    assert len(shared) < len(labels.shared_keys())  # the whole set has more overlap than these 40 items
+
+
+def test_report_html_holds_every_figure_and_the_disagreements(calibrated: dict[str, Any]) -> None:
+    page = (calibrated["folder"] / "out" / "report.html").read_text()
+    found = {m["id"]: m for m in IMG.finditer(page)}
+    assert set(found) == set(FIGURE_IDS)
+    assert all(base64.b64decode(m["data"]).startswith(PNG_SIGNATURE) for m in found.values())
+    report: CalibrationReportData = calibrated["report"]
+    assert f"Disagreements ({len(report.disagreements)})" in page
+    wrong = sum(1 for p in report.meta["predictions"] if p["predicted"] != p["reference"])
+    assert len(report.disagreements) == wrong
+    assert all(d.judge_evidence and d.reference_evidence.startswith("claim: ") for d in report.disagreements)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent")
+def test_the_report_renders_in_headless_chromium(calibrated: dict[str, Any], tmp_path: Path) -> None:
+    html_path = calibrated["folder"] / "out" / "report.html"
+    dom = _chromium(["--dump-dom", html_path.as_uri()], tmp_path / "profile")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    rendered = {m["id"]: m["data"] for m in IMG.finditer(dom.stdout)}
+    assert set(rendered) == set(FIGURE_IDS) and all(rendered.values())
+
+
+def test_a_rerun_is_served_from_the_store(calibrated: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fresh process-wide embedder: its in-memory cache is empty, so only the store can spare the work.
+    monkeypatch.setattr(embeddings, "_default", None)
+    monkeypatch.setenv("EXPJUDGE_DATABASE_URL", calibrated["url"])
+    get_settings.cache_clear()
+    code, out, err = calibrate(calibrated["labels"], calibrated["folder"] / "rerun", "--limit", LIMIT)
+    get_settings.cache_clear()
+    assert code == 0, err
+    assert embeddings.default_embedder().encoded_texts == 0
+    again = CalibrationReportData.model_validate_json((calibrated["folder"] / "rerun" / "report.json").read_text())
+    usage = again.meta["usage"]
+    assert (usage["result_cache_hits"], usage["embedder_encodings"], usage["llm_calls"]) == (int(LIMIT), 0, 0)
+    first: CalibrationReportData = calibrated["report"]
+    assert again.overall == first.overall and again.ceiling == first.ceiling
+    assert "already stored" in out
+
+
+def test_the_stored_run_calibrates_exactly_that_fingerprint(calibrated: dict[str, Any], tmp_path: Path) -> None:
+    report: CalibrationReportData = calibrated["report"]
+    rubric = load_rubric("crscore-claims-v1")
+    assert fingerprint_for(rubric, EmbeddedJudge()).digest == report.fingerprint
+    data = yaml.safe_load((REPO_ROOT / "rubrics" / "crscore-claims-v1.yaml").read_text())
+    data["stages"][0]["leaves"][0]["check"]["args"]["correct_threshold"] = 0.2
+    changed_path = tmp_path / "crscore-claims-v1-changed.yaml"
+    changed_path.write_text(yaml.safe_dump(data))
+    changed = fingerprint_for(load_rubric(str(changed_path)), EmbeddedJudge()).digest
+    assert changed != report.fingerprint
+
+    async def statuses() -> tuple[CalibrationStatus, CalibrationStatus, CalibrationStatus]:
+        store = Store(calibrated["url"])
+        try:
+            return (await store.calibrations.status_for(report.fingerprint or "", None),
+                    await store.calibrations.status_for(report.fingerprint or "", "tenant-a"),
+                    await store.calibrations.status_for(changed, None))
+        finally:
+            await store.close()
+
+    shared, tenant, other = asyncio.run(statuses())
+    assert shared.calibrated and tenant == shared
+    assert shared.kappa == report.overall.cohen_kappa.value and shared.kappa_ci == report.overall.cohen_kappa.ci
+    assert shared.macro_f1 == report.overall.macro_f1.value and shared.macro_f1_ci == report.overall.macro_f1.ci
+    assert shared.n_items == report.overall.n_paired and shared.label_set == report.label_set
+    assert "crscore_claims@" in (shared.label_set or "") and f"limit={LIMIT}" in (shared.label_set or "")
+    assert other == CalibrationStatus(calibrated=False)
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["--labels", "no/such/folder"], 2, "no/such/folder: no such file or folder"),
+    (["--rubric", "no-such-rubric"], 3, "unknown rubric 'no-such-rubric'"),
+    (["--language", "cobol"], 2, "--language: unknown language 'cobol'"),
+    (["--limit", "0"], 2, "--limit: must be at least 1"),
+])
+def test_bad_input_is_a_message_and_a_non_zero_exit(args: list[str], code: int, message: str, tmp_path: Path,
+                                                   mini_crscore: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXPJUDGE_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
+    get_settings.cache_clear()
+    result = runner.invoke(app, ["calibrate", "--labels", str(mini_crscore), "--out", str(tmp_path / "out"),
+                                 "--no-progress", *args])
+    get_settings.cache_clear()
+    assert result.exit_code == code
+    assert message in " ".join(result.stderr.split())
+
+
+def test_a_labels_file_without_item_content_cannot_be_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"item_id": "sub-1", "leaf_id": "requirement.0", "rater_id": "ann", "label": 1}))
+    monkeypatch.setenv("EXPJUDGE_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
+    get_settings.cache_clear()
+    code, _, err = calibrate(labels, tmp_path / "out")
+    get_settings.cache_clear()
+    assert code == 2 and "no judge adapter for items of type LabelledItem" in " ".join(err.split())
+
+
+def test_units_the_raters_disagree_on_stay_in_the_human_ceiling(tmp_path: Path, mini_crscore: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _, labels = load_labelled_set(mini_crscore)
+    ratings = labels.ratings()
+    shared = labels.shared_keys()
+    disagreeing = [k for k in shared if len(set(ratings[k].values())) > 1]
+    assert disagreeing and labels.reference().ties == disagreeing  # two raters: a disagreement is a tie
+    monkeypatch.setenv("EXPJUDGE_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
+    get_settings.cache_clear()
+    code, _, err = calibrate(mini_crscore, tmp_path / "out")
+    get_settings.cache_clear()
+    assert code == 0, err
+    report = CalibrationReportData.model_validate_json((tmp_path / "out" / "report.json").read_text())
+    assert report.ceiling is not None and report.ceiling.n_paired == len(shared)
+    assert report.ceiling.accuracy.value == pytest.approx(1 - len(disagreeing) / len(shared))
+    tied = {k.item_id for k in disagreeing}
+    assert {p["item_id"] for p in report.meta["predictions"] if p["reference"] is None} == tied
+    assert report.overall.n_missing_reference == len(tied)  # judged, but outside the judge-vs-reference figures
