@@ -1,0 +1,188 @@
+"""The small schemas an LLM judge must answer in (separate from the stored LeafResult).
+
+One call grades several leaves, so the answer is a list of per-leaf verdicts. The leaf ids
+and the verdict labels of a call are `Literal`s built per call with `pydantic.create_model`:
+a grammar-constrained server (llama.cpp) can then only emit ids and labels that exist, and
+an API model that strays is re-asked by instructor with the validation error. Numeric
+bounds are never used for decisions because llama.cpp's grammar ignores them.
+
+Field order is leaf_id, quotes, rationale, verdict: the model commits to evidence and a
+reason before it names a verdict.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from typing import Annotated, Any, ClassVar, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+
+from judge.models import Leaf
+
+# Answer labels of the leaf kinds the LLM judge decides.
+BINARY_LABELS: tuple[str, ...] = ("pass", "fail")
+CLAIM_LABELS: tuple[str, ...] = ("correct", "incorrect", "unverifiable")
+CLAIM_CHECK = "claim_vs_diff"
+
+# Length limits go into the schema as maxItems/maxLength: llama.cpp's grammar enforces them
+# (it ignores only numeric bounds), so a small model cannot ramble until max_tokens. An API
+# model that exceeds them is cut by the "before" validators instead of being re-asked.
+MAX_QUOTES = 3
+MAX_QUOTE_CHARS = 200
+MAX_RATIONALE_CHARS = 200
+SCHEMA_VERSION = "3"
+
+
+def _tidy_answer_schema(schema: dict[str, Any]) -> None:
+    _drop_titles(schema)
+    defs = schema.get("$defs")
+    # The positional layout inlines the item schemas; an unused $defs would only cost tokens.
+    if defs is not None and "#/$defs/" not in json.dumps({k: v for k, v in schema.items() if k != "$defs"}):
+        del schema["$defs"]
+
+
+def _drop_titles(schema: dict[str, Any]) -> None:
+    # Property titles repeat the field names; dropping them keeps the tool schema (prompt
+    # tokens) small. The model's own title stays: instructor names the tool after it.
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+
+
+class LeafVerdictBase(BaseModel):
+    """One leaf's verdict; subclasses narrow `leaf_id` and `verdict` to the call's Literals."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_titles)
+
+    leaf_id: str = Field(description="Id of the leaf, e.g. L1.")
+    quotes: list[Annotated[str, Field(max_length=MAX_QUOTE_CHARS)]] = Field(
+        max_length=MAX_QUOTES, description="Exact excerpts copied from this leaf's evidence; [] if none."
+    )
+    rationale: str = Field(max_length=MAX_RATIONALE_CHARS, description="One short sentence.")
+    verdict: str
+
+    @field_validator("quotes", mode="before")
+    @classmethod
+    def _tidy_quotes(cls, quotes: Any) -> Any:
+        # Cutting a quote keeps it checkable: a prefix of submission text is still in the submission.
+        if not isinstance(quotes, list):
+            return quotes  # let validation report the wrong type
+        tidy = [q.strip()[:MAX_QUOTE_CHARS] if isinstance(q, str) else q for q in quotes]
+        return [q for q in tidy if q != ""][:MAX_QUOTES]
+
+    @field_validator("rationale", mode="before")
+    @classmethod
+    def _tidy_rationale(cls, rationale: Any) -> Any:
+        return rationale.strip()[:MAX_RATIONALE_CHARS] if isinstance(rationale, str) else rationale
+
+
+class JudgeAnswerBase(BaseModel):
+    """Record one verdict per leaf."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_tidy_answer_schema)
+
+    # alias -> labels that leaf may take (a call can mix leaf kinds; the union Literal
+    # alone would let a binary leaf take an ordinal label).
+    allowed_labels: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    verdicts: list[LeafVerdictBase]
+
+    @model_validator(mode="after")
+    def _labels_fit_leaves(self) -> JudgeAnswerBase:
+        seen: dict[str, str] = {}
+        for item in self.verdicts:
+            allowed = self.allowed_labels.get(item.leaf_id)
+            if allowed is not None and item.verdict not in allowed:
+                raise ValueError(
+                    f"verdict {item.verdict!r} is not allowed for {item.leaf_id}; use one of {list(allowed)}"
+                )
+            if item.leaf_id in seen and seen[item.leaf_id] != item.verdict:
+                raise ValueError(f"{item.leaf_id} appears twice with different verdicts")
+            seen[item.leaf_id] = item.verdict
+        return self
+
+    def by_leaf(self) -> dict[str, LeafVerdictBase]:
+        """The first verdict given for each leaf alias."""
+        out: dict[str, LeafVerdictBase] = {}
+        for item in self.verdicts:
+            out.setdefault(item.leaf_id, item)
+        return out
+
+
+def labels_for(leaf: Leaf) -> tuple[str, ...]:
+    """The labels the model may answer for `leaf`.
+
+    Binary leaves take pass/fail only (no partial: binary leaves are calibrated against
+    binary human labels); `claim_vs_diff` takes correct/incorrect/unverifiable; ordinal
+    leaves take their level labels.
+    """
+    if leaf.check.name == CLAIM_CHECK:
+        return CLAIM_LABELS
+    if leaf.kind == "ordinal":
+        return tuple(level.label for level in leaf.levels)
+    return BINARY_LABELS
+
+
+def _literal(values: Sequence[str]) -> Any:
+    # typing.Literal accepts a runtime tuple; mypy cannot see through it, hence the cast.
+    return cast(Any, Literal)[tuple(values)]
+
+
+def _positional_items(item: type[BaseModel], leaf_labels: dict[str, tuple[str, ...]]) -> Any:
+    """A json_schema_extra that lays `verdicts` out as one fixed slot per leaf (prefixItems).
+
+    Slot k admits only leaf k's id and leaf k's own labels, so a grammar-constrained server
+    emits every leaf exactly once, in order, with a label that leaf can take. Validation
+    stays with the pydantic model: a looser list, so an API model that leaves a leaf out
+    loses that leaf only (it becomes unscored), not the whole call.
+    """
+    base = item.model_json_schema()
+    base.pop("title", None)
+    slots = []
+    for alias, labels in leaf_labels.items():
+        slot = copy.deepcopy(base)
+        slot["properties"]["leaf_id"] = {"const": alias, "type": "string"}
+        slot["properties"]["verdict"] = {"enum": list(labels), "type": "string"}
+        slots.append(slot)
+
+    def layout(schema: dict[str, Any]) -> None:
+        schema.pop("items", None)
+        schema.update(prefixItems=slots, items=False, minItems=len(slots), maxItems=len(slots))
+
+    return layout
+
+
+def build_answer_model(leaf_labels: dict[str, tuple[str, ...]]) -> type[JudgeAnswerBase]:
+    """The answer schema of one call.
+
+    Args:
+        leaf_labels: Leaf alias (as shown in the prompt) -> labels that leaf may take,
+            in prompt order.
+
+    Returns:
+        A model whose JSON schema has one slot per leaf (see `_positional_items`) and
+        which validates `verdicts` as a list of items whose `leaf_id` is a Literal of the
+        aliases and whose `verdict` is a Literal of every label in the call; a validator
+        checks each leaf's label against its own set.
+    """
+    if not leaf_labels:
+        raise ValueError("an answer schema needs at least one leaf")
+    labels: list[str] = []
+    for values in leaf_labels.values():
+        labels.extend(v for v in values if v not in labels)
+    item = create_model(
+        "LeafVerdict",
+        __base__=LeafVerdictBase,
+        leaf_id=(_literal(list(leaf_labels)), Field(description="Id of the leaf, e.g. L1.")),
+        verdict=(_literal(labels), ...),
+    )
+    answer = create_model(
+        "GradeLeaves",
+        __base__=JudgeAnswerBase,
+        __doc__="Record one verdict for every leaf.",
+        verdicts=(list[item], Field(json_schema_extra=_positional_items(item, leaf_labels))),
+    )
+    answer.allowed_labels = dict(leaf_labels)
+    return answer

@@ -1,0 +1,277 @@
+"""Versioned prompt templates of the LLM judge and the batching of leaves into calls.
+
+A call carries leaves of one stage. The system message (trusted) states the rules and each
+rubric criterion once, with its labels or anchored levels; the user message shows the
+agent's evidence, each distinct snippet once, fenced (see prompt_fencing), then one line
+per leaf: its ground-truth target, the ids of its evidence blocks and mechanical facts.
+A leaf sees only the evidence aligned to it; a hunk several requirements share is printed
+once and referred to by id. Leaves are packed greedily into as few calls as fit the
+token budget; the whole diff is never pasted, and nothing is truncated unless one leaf's
+own evidence exceeds the budget on its own (then its weakest snippets are dropped, then
+its one remaining snippet is cut by lines, and the leaf is flagged "evidence_cut").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge.judges.base import AlignedSnippet, LeafEvidence
+from judge.judges.llm_schemas import CLAIM_CHECK, SCHEMA_VERSION, labels_for
+from judge.judges.prompt_fencing import FENCE_RULE, fence, looks_like_injection, neutralise
+from judge.models import Leaf, Stage, content_hash
+
+PROMPT_VERSION = "llm-judge-v1"
+
+# Checks the LLM judge decides; every other check is deterministic and goes to the fallback.
+LLM_CHECKS: frozenset[str] = frozenset(
+    {"design_variable_match", "requirement_in_diff", "outcome_claim_supported", CLAIM_CHECK}
+)
+# Checks whose positive verdict must cite the submission (design quotes are optional:
+# structured designs often hold the variable only as a key/value pair).
+QUOTE_REQUIRED_CHECKS: frozenset[str] = frozenset({"requirement_in_diff", "outcome_claim_supported", CLAIM_CHECK})
+
+SYSTEM_TEMPLATE = """\
+You grade an AI research agent's {stage} against ground truth, leaf by leaf.
+{fence_rule}
+Judge each leaf only from its own evidence blocks and facts. Copy quotes verbatim from that evidence; \
+a verdict above the lowest needs a quote. No evidence: the lowest verdict.
+Call {tool} with one entry per leaf id.
+Criteria:
+{criteria}"""
+CRITERION_TEMPLATE = "{cid}: {criterion}\n  {answers}"
+BINARY_ANSWERS = "verdict: pass = the criterion is met; fail = it is not"
+CLAIM_ANSWERS = (
+    "verdict: correct = the evidence shows the claim holds; incorrect = it shows the claim does not hold; "
+    "unverifiable = the evidence cannot show either"
+)
+LEVEL_TEMPLATE = "{label} ({score:g}): {anchor}"
+USER_TEMPLATE = "Evidence:\n{evidence}\nLeaves:\n{leaves}"
+LEAF_TEMPLATE = "{alias} [{cid}] target: {target}{meta} | evidence: {refs}{facts}"
+NO_EVIDENCE = "(no evidence blocks)"
+CUT_MARK = "[... {lines} more lines not shown]"
+TOOL_NAME = "GradeLeaves"
+MAX_FACTS_CHARS = 400
+MESSAGE_OVERHEAD_TOKENS = 8
+
+
+def prompt_hash() -> str:
+    """Hash of every template and rule the prompts are built from (changes with any wording)."""
+    parts = [
+        PROMPT_VERSION,
+        SCHEMA_VERSION,
+        SYSTEM_TEMPLATE,
+        CRITERION_TEMPLATE,
+        BINARY_ANSWERS,
+        CLAIM_ANSWERS,
+        LEVEL_TEMPLATE,
+        USER_TEMPLATE,
+        LEAF_TEMPLATE,
+        NO_EVIDENCE,
+        CUT_MARK,
+        FENCE_RULE,
+        str(MAX_FACTS_CHARS),
+    ]
+    return content_hash(parts)
+
+
+@dataclass
+class CallPlan:
+    """One LLM call: the leaves it grades and the exact messages it sends."""
+
+    stage: Stage
+    evidence: list[LeafEvidence]
+    aliases: dict[str, str]  # alias shown to the model ("L1") -> leaf id
+    labels: dict[str, tuple[str, ...]]  # alias -> labels that leaf may take
+    messages: list[dict[str, str]]
+    estimated_tokens: int
+    leaf_flags: dict[str, list[str]] = field(default_factory=dict)  # leaf id -> flags from rendering
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _render_facts(facts: dict[str, Any]) -> str:
+    if not facts:
+        return ""
+    # Facts are mechanical findings but may carry agent strings (a found number's sentence),
+    # so they are neutralised too; capped because they are hints, not evidence.
+    text = neutralise(json.dumps(facts, sort_keys=True, default=str, separators=(",", ":"))).text
+    if len(text) > MAX_FACTS_CHARS:
+        text = text[: MAX_FACTS_CHARS - 1] + "…"
+    return f" | facts: {text}"
+
+
+def _criterion_block(cid: str, leaf: Leaf) -> str:
+    if leaf.check.name == CLAIM_CHECK:
+        answers = CLAIM_ANSWERS
+    elif leaf.kind == "ordinal":
+        levels = "".join(
+            "\n    " + LEVEL_TEMPLATE.format(label=lv.label, score=lv.score, anchor=_one_line(lv.anchor))
+            for lv in leaf.levels
+        )
+        answers = f"verdict = one level label:{levels}"
+    else:
+        answers = BINARY_ANSWERS
+    return CRITERION_TEMPLATE.format(cid=cid, criterion=_one_line(leaf.criterion), answers=answers)
+
+
+def _criterion_key(leaf: Leaf) -> str:
+    # Leaves of one template share a criterion; the key also covers levels so two
+    # templates with the same wording but different anchors stay apart.
+    return content_hash([leaf.criterion, leaf.kind, leaf.check.name, [lv.model_dump() for lv in leaf.levels]])
+
+
+def _fence_meta(snippet: AlignedSnippet) -> str:
+    # A diff location is "path @@ header"; when the hunk text starts with that header,
+    # the path alone says it (the header would be printed twice).
+    location = snippet.location or ""
+    path, sep, header = location.partition(" @@")
+    if sep and snippet.text.lstrip().startswith(("@@" + header).strip()):
+        return path
+    return location
+
+
+def _snippet_key(snippet: AlignedSnippet) -> tuple[str, str, str]:
+    return (snippet.source, snippet.location or "", snippet.text)
+
+
+class PromptBuilder:
+    """Renders leaves into call plans within a token budget.
+
+    Args:
+        count_tokens: Counts the tokens of a piece of text for the judged model.
+        token_budget: Prompt tokens (messages, estimated as the sum of their parts) one call may use.
+    """
+
+    def __init__(self, count_tokens: Callable[[str], int], token_budget: int) -> None:
+        if token_budget < 200:
+            raise ValueError("token_budget must be at least 200 prompt tokens")
+        self._count_raw = count_tokens
+        self._budget = token_budget
+        self._counts: dict[str, int] = {}
+        self._fenced: dict[tuple[str, str, str, str], str] = {}
+
+    def _count(self, text: str) -> int:
+        if text not in self._counts:
+            self._counts[text] = self._count_raw(text)
+        return self._counts[text]
+
+    def plan(self, evidence: Sequence[LeafEvidence]) -> list[CallPlan]:
+        """Group leaves by stage (first-seen order) and pack each stage into as few calls as fit."""
+        stages: dict[str, list[LeafEvidence]] = {}
+        for item in evidence:
+            stages.setdefault(item.leaf.stage, []).append(item)
+        plans: list[CallPlan] = []
+        cut: set[str] = set()
+        for items in stages.values():
+            batch: list[LeafEvidence] = []
+            for item in items:
+                fitted = self._fit_alone(item)
+                if fitted is not item:
+                    cut.add(item.leaf.id)
+                if batch and self._estimate([*batch, fitted]) > self._budget:
+                    plans.append(self._render(batch, cut))
+                    batch = []
+                batch.append(fitted)
+            if batch:
+                plans.append(self._render(batch, cut))
+        return plans
+
+    def _fit_alone(self, item: LeafEvidence) -> LeafEvidence:
+        """`item` with its weakest snippets dropped (then its last one cut) if alone it exceeds the budget."""
+        if self._estimate([item]) <= self._budget:
+            return item
+        snippets = list(item.snippets)
+        while len(snippets) > 1 and self._estimate([item.model_copy(update={"snippets": snippets})]) > self._budget:
+            snippets.pop()
+        trimmed = item.model_copy(update={"snippets": snippets})
+        if snippets and self._estimate([trimmed]) > self._budget:
+            lines = snippets[0].text.splitlines()
+            keep = len(lines)
+            while keep > 1:
+                keep = max(1, int(keep * 0.8))
+                cut_text = "\n".join(lines[:keep]) + "\n" + CUT_MARK.format(lines=len(lines) - keep)
+                cut = snippets[0].model_copy(update={"text": cut_text, "meta": {**snippets[0].meta, "cut": True}})
+                trimmed = item.model_copy(update={"snippets": [cut]})
+                if self._estimate([trimmed]) <= self._budget:
+                    break
+        return trimmed
+
+    def _estimate(self, batch: Sequence[LeafEvidence]) -> int:
+        system, blocks, lines = self._parts(batch)
+        total = self._count(system) + 2 * MESSAGE_OVERHEAD_TOKENS + self._count("Evidence:\nLeaves:\n")
+        total += sum(self._count(b) for b in blocks) + sum(self._count(line) for line in lines)
+        return total
+
+    def _parts(self, batch: Sequence[LeafEvidence]) -> tuple[str, list[str], list[str]]:
+        criteria: dict[str, str] = {}
+        blocks: dict[tuple[str, str, str], str] = {}
+        block_ids: dict[tuple[str, str, str], str] = {}
+        lines: list[str] = []
+        for index, item in enumerate(batch, start=1):
+            leaf = item.leaf
+            ckey = _criterion_key(leaf)
+            if ckey not in criteria:
+                criteria[ckey] = _criterion_block(f"C{len(criteria) + 1}", leaf)
+            cid = criteria[ckey].split(":", 1)[0]
+            refs: list[str] = []
+            for snippet in item.snippets:
+                key = _snippet_key(snippet)
+                if key not in block_ids:
+                    block_ids[key] = f"E{len(block_ids) + 1}"
+                    blocks[key] = self._fence(snippet, block_ids[key])
+                if block_ids[key] not in refs:
+                    refs.append(block_ids[key])
+            role = leaf.target_meta.get("role")
+            meta = f" (role: {role})" if role and str(role) not in leaf.target else ""
+            lines.append(
+                LEAF_TEMPLATE.format(
+                    alias=f"L{index}",
+                    cid=cid,
+                    target=json.dumps(_one_line(leaf.target), ensure_ascii=False),
+                    meta=meta,
+                    refs=", ".join(refs) if refs else "none",
+                    facts=_render_facts(item.facts),
+                )
+            )
+        stage = batch[0].leaf.stage if batch else "submission"
+        system = SYSTEM_TEMPLATE.format(
+            stage=stage, fence_rule=FENCE_RULE, tool=TOOL_NAME, criteria="\n".join(criteria.values())
+        )
+        return system, list(blocks.values()), lines
+
+    def _fence(self, snippet: AlignedSnippet, block_id: str) -> str:
+        # Estimating re-renders a growing batch; fencing (neutralise + hash) is memoised.
+        key = (*_snippet_key(snippet), block_id)
+        if key not in self._fenced:
+            self._fenced[key] = fence(snippet.text, label=f"{block_id} {snippet.source}", meta=_fence_meta(snippet))
+        return self._fenced[key]
+
+    def _render(self, batch: list[LeafEvidence], cut: set[str]) -> CallPlan:
+        system, blocks, lines = self._parts(batch)
+        user = USER_TEMPLATE.format(evidence="\n".join(blocks) if blocks else NO_EVIDENCE, leaves="\n".join(lines))
+        aliases = {f"L{i}": item.leaf.id for i, item in enumerate(batch, start=1)}
+        labels = {f"L{i}": labels_for(item.leaf) for i, item in enumerate(batch, start=1)}
+        flags: dict[str, list[str]] = {}
+        for item in batch:
+            leaf_flags: list[str] = []
+            if item.leaf.id in cut:
+                leaf_flags.append("evidence_cut")
+            if any(looks_like_injection(s.text) for s in item.snippets):
+                leaf_flags.append("injection_suspected")
+            if any(neutralise(s.text).changed for s in item.snippets):
+                leaf_flags.append("evidence_neutralised")
+            flags[item.leaf.id] = leaf_flags
+        return CallPlan(
+            stage=batch[0].leaf.stage,
+            evidence=batch,
+            aliases=aliases,
+            labels=labels,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+            estimated_tokens=self._estimate(batch),
+            leaf_flags=flags,
+        )

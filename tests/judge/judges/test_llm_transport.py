@@ -1,0 +1,159 @@
+"""The transport: Retry-After and backoff, transport retries apart from validation re-asks, metering."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+from litellm import exceptions as llm_errors
+from llm_test_support import ScriptedModel, SleepRecorder, answer, tool_response
+
+from judge.errors import JudgeCallError
+from judge.judges.llm_schemas import build_answer_model
+from judge.judges.llm_transport import (
+    LLMTransport,
+    RetryAfterWait,
+    TransportConfig,
+    UsageMeter,
+    count_prompt_tokens,
+    is_transient,
+    retry_after_seconds,
+)
+
+MESSAGES = [{"role": "system", "content": "grade"}, {"role": "user", "content": 'L1 [C1] target: "x"'}]
+MODEL = build_answer_model({"L1": ("pass", "fail")})
+VALID = answer({"L1": ("fail", [])})
+
+
+def rate_limited(headers: dict[str, str]) -> llm_errors.RateLimitError:
+    response = httpx.Response(429, headers=headers, request=httpx.Request("POST", "http://127.0.0.1/v1/chat"))
+    return llm_errors.RateLimitError(message="slow down", llm_provider="openai", model="m", response=response)
+
+
+def server_error() -> llm_errors.InternalServerError:
+    return llm_errors.InternalServerError(message="boom", llm_provider="openai", model="m")
+
+
+def transport(
+    model: ScriptedModel, sleep: SleepRecorder, *, transport_retries: int = 3, validation_retries: int = 2
+) -> LLMTransport:
+    config = TransportConfig(
+        model="openai/scripted",
+        max_transport_retries=transport_retries,
+        max_validation_retries=validation_retries,
+        backoff_initial_seconds=1.0,
+        backoff_max_seconds=5.0,
+        retry_after_max_seconds=60.0,
+    )
+    return LLMTransport(config, completion=model, sleep=sleep)
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "7"}, 7.0),
+        ({"Retry-After": "2.5"}, 2.5),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"retry-after": "Sun, 29 Nov 2026 08:00:30 GMT"}, 30.0),
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_is_read_from_the_error_response(headers: dict[str, str], seconds: float | None) -> None:
+    now = datetime(2026, 11, 29, 8, 0, 0, tzinfo=UTC)
+    assert retry_after_seconds(rate_limited(headers), now=now) == seconds
+
+
+def test_classification_of_transient_errors() -> None:
+    assert is_transient(rate_limited({})) and is_transient(server_error())
+    assert is_transient(llm_errors.APIConnectionError(message="refused", llm_provider="openai", model="m"))
+    assert not is_transient(llm_errors.BadRequestError(message="bad", model="m", llm_provider="openai"))
+    assert not is_transient(ValueError("not a transport error"))
+
+
+async def test_retry_after_header_sets_the_wait_then_the_call_succeeds() -> None:
+    model, sleep = ScriptedModel([rate_limited({"retry-after": "3"}), VALID]), SleepRecorder()
+    meter = UsageMeter()
+    result = await transport(model, sleep).call(MESSAGES, MODEL, seed=7, meter=meter)
+    assert result.verdicts[0].verdict == "fail"
+    assert sleep.waits == [3.0]
+    assert meter.transport_retries == 1 and meter.requests == 1  # the 429 returned no completion to meter
+
+
+async def test_retry_after_is_capped() -> None:
+    model, sleep = ScriptedModel([rate_limited({"retry-after": "86400"}), VALID]), SleepRecorder()
+    await transport(model, sleep).call(MESSAGES, MODEL, seed=7)
+    assert sleep.waits == [60.0]
+
+
+async def test_server_errors_back_off_exponentially_then_fail_as_judge_error() -> None:
+    model, sleep = ScriptedModel([server_error()]), SleepRecorder()
+    with pytest.raises(JudgeCallError) as caught:
+        await transport(model, sleep, transport_retries=4).call(MESSAGES, MODEL, seed=7)
+    assert caught.value.reason_code == "judge_error"
+    assert "InternalServerError" in caught.value.message and "5 attempt" in caught.value.message
+    assert len(model.requests) == 5
+    assert sleep.waits == [1.0, 2.0, 4.0, 5.0]  # doubling, capped at backoff_max_seconds
+
+
+async def test_validation_reask_is_separate_from_transport_retry() -> None:
+    # transport failure, then an invalid answer, then a valid one: one backoff, one re-ask.
+    model = ScriptedModel([server_error(), tool_response("{not json"), VALID])
+    sleep, meter = SleepRecorder(), UsageMeter()
+    await transport(model, sleep, transport_retries=1, validation_retries=1).call(MESSAGES, MODEL, seed=7, meter=meter)
+    assert sleep.waits == [1.0]
+    assert meter.transport_retries == 1 and meter.requests == 2
+    assert meter.prompt_tokens == 2 * 120 and meter.completion_tokens == 2 * 30
+    reask = model.requests[2].messages
+    assert len(reask) > len(MESSAGES) and "Validation Error" in str(reask[-1]["content"])
+
+
+async def test_invalid_answers_exhaust_validation_retries_without_backoff() -> None:
+    model, sleep = ScriptedModel([tool_response({"verdicts": [{"leaf_id": "L9"}]})]), SleepRecorder()
+    with pytest.raises(JudgeCallError) as caught:
+        await transport(model, sleep, validation_retries=2).call(MESSAGES, MODEL, seed=7)
+    assert caught.value.reason_code == "invalid_judge_output"
+    assert len(model.requests) == 3 and sleep.waits == []
+
+
+async def test_a_400_is_not_retried() -> None:
+    model = ScriptedModel([llm_errors.BadRequestError(message="bad", model="m", llm_provider="openai")])
+    sleep = SleepRecorder()
+    with pytest.raises(JudgeCallError) as caught:
+        await transport(model, sleep).call(MESSAGES, MODEL, seed=7)
+    assert caught.value.reason_code == "judge_error" and len(model.requests) == 1 and sleep.waits == []
+
+
+async def test_an_answer_cut_at_max_tokens_is_invalid_output() -> None:
+    model = ScriptedModel([tool_response('{"verdicts": [', finish_reason="length")])
+    with pytest.raises(JudgeCallError) as caught:
+        await transport(model, SleepRecorder()).call(MESSAGES, MODEL, seed=7, max_tokens=10)
+    assert caught.value.reason_code == "invalid_judge_output"
+    assert model.requests[0].kwargs["max_tokens"] == 10
+
+
+async def test_request_pins_sampling_and_disables_hidden_retries() -> None:
+    model = ScriptedModel([VALID])
+    await transport(model, SleepRecorder()).call(MESSAGES, MODEL, seed=11)
+    sent = model.requests[0].kwargs
+    assert (sent["seed"], sent["temperature"], sent["num_retries"], sent["max_retries"]) == (11, 0.0, 0, 0)
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "GradeLeaves"}}
+    assert MESSAGES == [{"role": "system", "content": "grade"}, {"role": "user", "content": 'L1 [C1] target: "x"'}]
+
+
+def test_wait_without_header_doubles() -> None:
+    wait = RetryAfterWait(initial=0.5, maximum=3.0, retry_after_max=10.0)
+
+    class State:
+        def __init__(self, attempt: int) -> None:
+            self.attempt_number = attempt
+            self.outcome = None
+
+    assert [wait(State(n)) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 3.0, 3.0]  # type: ignore[arg-type]
+
+
+def test_prompt_tokens_are_counted_offline_and_grow_with_the_prompt() -> None:
+    short = count_prompt_tokens("openai/local", MESSAGES)
+    longer = count_prompt_tokens("openai/local", [*MESSAGES, {"role": "user", "content": "word " * 100}])
+    assert 0 < short < longer and longer - short >= 100
