@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -17,7 +17,7 @@ SCHEMAS_DIR = Path(__file__).resolve().parent.parent / "schemas"
 def json_schema(name: str) -> dict[str, Any]:
     """The JSON Schema of one wire model (validation mode for inputs, serialization for the grade)."""
     model = WIRE_MODELS[name]
-    mode = "serialization" if name == "grade" else "validation"
+    mode: Literal["validation", "serialization"] = "serialization" if name == "grade" else "validation"
     schema = model.model_json_schema(mode=mode)
     schema["$id"] = f"https://expjudge.dev/schemas/{name}.schema.json"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

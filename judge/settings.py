@@ -27,13 +27,15 @@ class Settings(BaseSettings):
     embedding_model_path: Path | None = Field(
         default=None, description="sentence-transformers model folder; default: the bundled all-MiniLM-L6-v2."
     )
-    llm_timeout_seconds: float = 60.0
+    llm_timeout_seconds: float = 180.0
     llm_max_transport_retries: int = 4
     llm_max_validation_retries: int = 2
     llm_temperature: float = 0.0
     llm_seed: int = 1234
     llm_api_base: str | None = None
     llm_api_key: str | None = None
+    llm_max_concurrency: int = Field(default=4, ge=1, description="LLM calls in flight per grade (1 for local).")
+    llm_token_budget: int = Field(default=6000, ge=500, description="Prompt tokens per LLM call before leaves split.")
     auth_enabled: bool = True
     max_body_bytes: int = 20 * 1024 * 1024
 

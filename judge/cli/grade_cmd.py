@@ -92,6 +92,8 @@ def grade_command(
         int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")
     ] = 1,
     api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible base URL.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1,
+                                                    help="LLM calls in flight (1 for a local server).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full grade as JSON.")] = False,
 ) -> None:
     """Grade one submission against one task."""
@@ -104,7 +106,7 @@ def grade_command(
         loaded_rubric = load_rubric(rubric)
         loaded_task = load_task_file(task, task_index)
         loaded_submission = load_submission_file(submission)
-        grader_judge = build_judge(judge, samples=samples, api_base=api_base)
+        grader_judge = build_judge(judge, samples=samples, api_base=api_base, max_concurrency=concurrency)
         import asyncio
 
         result = asyncio.run(Grader(loaded_rubric, grader_judge).grade(loaded_task, loaded_submission))

@@ -16,7 +16,8 @@ EMBEDDED = "embedded"
 
 
 def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache | None = None,
-                api_base: str | None = None, api_key: str | None = None) -> Judge:
+                api_base: str | None = None, api_key: str | None = None,
+                max_concurrency: int | None = None) -> Judge:
     """The judge a spec names.
 
     Args:
@@ -25,7 +26,9 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
         samples: LLM samples per call, majority-voted (must be 1 for the embedded judge).
         cache: Response cache for LLM calls (the store's, so reruns cost nothing).
         api_base: OpenAI-compatible base URL (default: settings.llm_api_base).
-        api_key: Key for the provider (default: settings.llm_api_key or the provider's env variable).
+        api_key: Key for the provider (default: settings.llm_api_key or the provider's env variable;
+            a placeholder when only `api_base` is given, as local servers need none).
+        max_concurrency: LLM calls in flight at once (default: settings.llm_max_concurrency).
 
     Raises:
         JudgeConfigError: for an empty spec or a bad sample count.
@@ -42,5 +45,10 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
     from judge.judges.llm import LLMJudge
 
     settings = get_settings()
-    return LLMJudge(spec, samples=samples, fallback=EmbeddedJudge(), cache=cache,
-                    api_base=api_base or settings.llm_api_base, api_key=api_key or settings.llm_api_key)
+    base = api_base or settings.llm_api_base
+    key = api_key or settings.llm_api_key
+    if base and not key:
+        key = "not-needed"  # OpenAI-compatible local servers ignore the key, but the client insists on one
+    return LLMJudge(spec, samples=samples, fallback=EmbeddedJudge(), cache=cache, api_base=base, api_key=key,
+                    max_concurrency=max_concurrency or settings.llm_max_concurrency,
+                    token_budget=settings.llm_token_budget)
