@@ -175,8 +175,9 @@ class EvidenceBuilder:
                     meta={"role": item.role, "name": item.name, "best_other": best_other,
                           "value_similarities": [float(v) for v in value_sims]},
                 ))
+            # "_" facts are for the embedded judge only: the LLM sees the role in the leaf's target line.
             result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts={
-                "expected_role": leaf.target_meta.get("role"), "design_items": len(items)}))
+                "_expected_role": leaf.target_meta.get("role"), "_design_items": len(items)}))
         return result
 
     def _requirements(self, leaves: list[Leaf], view: SubmissionView) -> list[LeafEvidence]:
@@ -196,9 +197,9 @@ class EvidenceBuilder:
                 ))
             touched = view.diff.touched_paths()
             result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts={
-                "named_files": named,
+                "_named_files": named,
                 "named_files_touched": [p for p in named if any(path_matches(p, t) for t in touched)],
-                "hunks_in_diff": len(hunks)}))
+                "_hunks_in_diff": len(hunks)}))
         return result
 
     def _claims(self, leaves: list[Leaf], view: SubmissionView) -> list[LeafEvidence]:
@@ -218,7 +219,7 @@ class EvidenceBuilder:
                           "numeric_details": list(numeric.details),
                           "contradiction_cues": contradiction_cues(leaf.target, sentence)},
                 ))
-            result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts={"conclusion_sentences": len(sentences)}))
+            result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts={"_conclusion_sentences": len(sentences)}))
         return result
 
     def _execution(self, leaf: Leaf, task: Task, view: SubmissionView) -> LeafEvidence:

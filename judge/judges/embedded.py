@@ -138,7 +138,7 @@ class EmbeddedJudge(Judge):
                                rationale=_no_match("design item", ev.snippets, best, threshold),
                                error_labels=[leaf.error_category or "design"])
         flags: list[str] = []
-        expected, stated = ev.facts.get("expected_role"), best.meta.get("role")
+        expected, stated = ev.facts.get("_expected_role"), best.meta.get("role")
         if stated is not None and stated != expected:
             flags.append("misclassified_role")
         if stated is None and args.get("require_role"):

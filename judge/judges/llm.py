@@ -24,7 +24,7 @@ from judge.judges.llm_transport import (
     SleepFn,
     TransportConfig,
     UsageMeter,
-    count_text_tokens,
+    estimate_text_tokens,
 )
 from judge.judges.llm_voting import LeafSamples, QuoteChecker, SampleVerdict, decide_leaf
 from judge.judges.prompts import LLM_CHECKS, CallPlan, PromptBuilder, prompt_hash
@@ -132,7 +132,7 @@ class LLMJudge(Judge):
 
     def plan_calls(self, evidence: list[LeafEvidence]) -> list[CallPlan]:
         """The calls this judge would make for the LLM-judged leaves of `evidence`."""
-        builder = PromptBuilder(lambda text: count_text_tokens(self.model, text), self.token_budget)
+        builder = PromptBuilder(estimate_text_tokens, self.token_budget)
         return builder.plan([e for e in evidence if e.leaf.check.name in LLM_CHECKS])
 
     def tools_for(self, plan: CallPlan) -> list[dict[str, Any]]:

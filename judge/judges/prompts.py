@@ -23,7 +23,7 @@ from judge.judges.llm_schemas import CLAIM_CHECK, SCHEMA_VERSION, labels_for
 from judge.judges.prompt_fencing import FENCE_RULE, fence, looks_like_injection, neutralise
 from judge.models import Leaf, Stage, content_hash
 
-PROMPT_VERSION = "llm-judge-v1"
+PROMPT_VERSION = "llm-judge-v2"
 
 # Checks the LLM judge decides; every other check is deterministic and goes to the fallback.
 LLM_CHECKS: frozenset[str] = frozenset(
@@ -95,6 +95,9 @@ def _one_line(text: str) -> str:
 
 
 def _render_facts(facts: dict[str, Any]) -> str:
+    # Keys starting with "_" are bookkeeping for the embedded judge (counts, facts the target
+    # already states); empty findings say nothing. Neither is worth the model's tokens.
+    facts = {k: v for k, v in facts.items() if not k.startswith("_") and v not in (None, "", [], {})}
     if not facts:
         return ""
     # Facts are mechanical findings but may carry agent strings (a found number's sentence),
@@ -161,24 +164,27 @@ class PromptBuilder:
         return self._counts[text]
 
     def plan(self, evidence: Sequence[LeafEvidence]) -> list[CallPlan]:
-        """Group leaves by stage (first-seen order) and pack each stage into as few calls as fit."""
+        """Order leaves by stage (first-seen order) and pack them into as few calls as fit the budget.
+
+        Stages share a call when they fit together (one system message instead of one per stage,
+        as EXP-Bench judges design and conclusion together); a large stage gets calls of its own.
+        """
         stages: dict[str, list[LeafEvidence]] = {}
         for item in evidence:
             stages.setdefault(item.leaf.stage, []).append(item)
         plans: list[CallPlan] = []
         cut: set[str] = set()
-        for items in stages.values():
-            batch: list[LeafEvidence] = []
-            for item in items:
-                fitted = self._fit_alone(item)
-                if fitted is not item:
-                    cut.add(item.leaf.id)
-                if batch and self._estimate([*batch, fitted]) > self._budget:
-                    plans.append(self._render(batch, cut))
-                    batch = []
-                batch.append(fitted)
-            if batch:
+        batch: list[LeafEvidence] = []
+        for item in (item for group in stages.values() for item in group):
+            fitted = self._fit_alone(item)
+            if fitted is not item:
+                cut.add(item.leaf.id)
+            if batch and self._estimate([*batch, fitted]) > self._budget:
                 plans.append(self._render(batch, cut))
+                batch = []
+            batch.append(fitted)
+        if batch:
+            plans.append(self._render(batch, cut))
         return plans
 
     def _fit_alone(self, item: LeafEvidence) -> LeafEvidence:
@@ -238,7 +244,7 @@ class PromptBuilder:
                     facts=_render_facts(item.facts),
                 )
             )
-        stage = batch[0].leaf.stage if batch else "submission"
+        stage = " and ".join(dict.fromkeys(item.leaf.stage for item in batch)) if batch else "submission"
         system = SYSTEM_TEMPLATE.format(
             stage=stage, fence_rule=FENCE_RULE, tool=TOOL_NAME, criteria="\n".join(criteria.values())
         )

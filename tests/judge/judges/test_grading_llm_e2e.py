@@ -58,7 +58,7 @@ def test_cli_grades_through_the_local_model(local_llm: LocalModelServer, tmp_pat
     grade = json.loads(result.stdout)
     jsonschema.validate(grade, json.loads((SCHEMAS_DIR / "grade.schema.json").read_text()))
     assert grade["fingerprint"]["model"] == local_llm.model and grade["fingerprint"]["prompt_hash"]
-    assert grade["usage"]["llm_calls"] >= 3 and grade["usage"]["prompt_tokens"] > 0
+    assert grade["usage"]["llm_calls"] >= 1 and grade["usage"]["prompt_tokens"] > 0  # stages share a call
     llm_leaves = [leaf for leaf in grade["leaves"] if leaf["judge"] == "llm"]
     assert len(llm_leaves) == 5  # 2 variables, 2 requirements, 1 claim
     for leaf in llm_leaves:

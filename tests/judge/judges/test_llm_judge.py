@@ -218,7 +218,7 @@ async def test_render_requests_is_what_is_sent() -> None:
     assert judge.tools_for(judge.plan_calls(evidence)[0]) == model.requests[0].kwargs["tools"]
 
 
-async def test_stages_never_share_a_call_and_conclusion_facts_are_shown() -> None:
+async def test_stages_share_a_call_when_they_fit_and_conclusion_facts_are_shown() -> None:
     claim = make_leaf(
         "outcome_claim.0", check="outcome_claim_supported", stage="conclusion", target="Accuracy peaks near 0.9"
     )
@@ -227,18 +227,36 @@ async def test_stages_never_share_a_call_and_conclusion_facts_are_shown() -> Non
         LeafEvidence(
             leaf=claim,
             snippets=[snip(CONCLUSION.split(". ")[0], source="conclusion")],
-            facts={"numeric_check": {"expected": 0.9, "found": 0.91, "within_tolerance": True}},
+            facts={"numeric_check": {"expected": 0.9, "found": 0.91, "within_tolerance": True},
+                   "_internal_count": 3, "empty_finding": []},
         ),
     ]
     model = ScriptedModel(
-        [answer({"L1": ("pass", [LR_QUOTE])}), answer({"L1": ("pass", ["Validation accuracy peaked at 0.91"])})]
+        [answer({"L1": ("pass", [LR_QUOTE]), "L2": ("pass", ["Validation accuracy peaked at 0.91"])})]
     )
     results = (await judge_with(model).judge_leaves(make_context(), evidence)).results
-    assert len(model.requests) == 2
-    assert "implementation" in model.requests[0].messages[0]["content"]
-    assert '"within_tolerance":true' in model.requests[1].messages[1]["content"]
+    assert len(model.requests) == 1
+    system, user = (m["content"] for m in model.requests[0].messages)
+    assert "implementation and conclusion" in system
+    assert '"within_tolerance":true' in user
+    # Bookkeeping facts ("_" keys) and empty findings are not worth the model's tokens.
+    assert "_internal_count" not in user and "empty_finding" not in user
     assert [r.verdict for r in results] == ["pass", "pass"]
     assert results[1].evidence[0].source == "conclusion"
+
+
+async def test_stages_split_into_calls_when_the_budget_is_small() -> None:
+    claim = make_leaf(
+        "outcome_claim.0", check="outcome_claim_supported", stage="conclusion", target="Accuracy peaks near 0.9"
+    )
+    evidence = [
+        requirement(0, "Add a --lr flag", args_hunk()),
+        LeafEvidence(leaf=claim, snippets=[snip(CONCLUSION.split(". ")[0], source="conclusion")]),
+    ]
+    together = judge_with(ScriptedModel([{}])).plan_calls(evidence)
+    assert len(together) == 1
+    plans = judge_with(ScriptedModel([{}]), token_budget=together[0].estimated_tokens - 1).plan_calls(evidence)
+    assert [p.stage for p in plans] == ["implementation", "conclusion"]
 
 
 def test_spec_and_fingerprint_are_serialisable_and_carry_the_prompt_hash() -> None:

@@ -82,7 +82,8 @@ def assert_valid(result: LeafResult, evidence: LeafEvidence) -> None:
     if result.verdict == "unscored":
         assert result.reason_code in REASONS and result.reason and result.score is None
     else:
-        assert result.score in {lv.score for lv in evidence.leaf.levels}
+        allowed = {lv.score for lv in evidence.leaf.levels} or {0.0, 1.0}  # binary leaves: pass or fail
+        assert result.score in allowed
         assert result.votes and result.confidence == 1.0
 
 
@@ -111,8 +112,8 @@ async def test_local_model_grades_design_implementation_and_conclusion(local_llm
 
     for result, item in zip(outcome.results, evidence, strict=True):
         assert_valid(result, item)
-    assert len(judge.plan_calls(evidence)) == 3  # one call per stage
-    assert len(sent) >= 3  # plus any validation re-asks
+    assert len(judge.plan_calls(evidence)) == 1  # the three stages fit one call
+    assert len(sent) >= 1  # plus any validation re-asks
     assert outcome.usage.llm_calls == len(sent)
     assert outcome.usage.prompt_tokens == sum(s["prompt_tokens"] for s in sent) > 0
     assert outcome.usage.cost_usd == 0.0 and outcome.usage.latency_seconds > 0

@@ -1,0 +1,72 @@
+"""The FastAPI app (`expjudge serve` runs it under uvicorn): routes, error mapping, middleware, start-up."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+import judge
+from api.deps import LOCAL_TENANT, Service
+from api.errors import install_error_handlers
+from api.middleware import BodySizeLimit, HttpMetrics
+from api.routes import grades, grading, jobs, meta
+from judge.jobs import GradingRuntime, make_dispatcher, runner_id
+from judge.settings import Settings, configure_offline_environment, get_settings
+from judge.store import Store
+
+log = logging.getLogger("expjudge.api")
+
+DESCRIPTION = """Grades AI research agents' experiments against ground truth.
+
+Authenticate with an API key (`expjudge keys create --tenant T`) in `X-API-Key` or
+`Authorization: Bearer`. Every POST takes an `Idempotency-Key` header: the same key with the
+same request returns the same result and never makes a second grade.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The service app; `settings` default to the environment (EXPJUDGE_*)."""
+    config = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        configure_offline_environment()
+        store = Store(config.database_url)
+        await store.migrate()
+        runtime = GradingRuntime(store, config)
+        dispatcher = make_dispatcher(runtime, config.broker_url)
+        await dispatcher.start()
+        app.state.service = Service(config, store, runtime, dispatcher, runner_id("api"))
+        if config.auth_enabled:
+            log.info("auth enabled: requests need an API key (X-API-Key or Authorization: Bearer)")
+        else:
+            log.warning("auth DISABLED: no API key is checked and every request acts as tenant %r", LOCAL_TENANT)
+        log.info(
+            "store %s, jobs %s, body limit %d bytes",
+            store.dialect,
+            "on Celery workers" if config.broker_url else "in-process",
+            config.max_body_bytes,
+        )
+        try:
+            yield
+        finally:
+            await dispatcher.close()
+            await store.close()
+
+    app = FastAPI(
+        title="expjudge",
+        version=judge.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs",
+    )
+    install_error_handlers(app)
+    for module in (grading, grades, jobs, meta):
+        app.include_router(module.router)
+    # Added last = outermost: metrics see every request, 413s included.
+    app.add_middleware(BodySizeLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(HttpMetrics)
+    return app

@@ -1,0 +1,66 @@
+"""Request dependencies: the service's shared parts, and the tenant an API key belongs to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from api.errors import Unauthorized
+from judge.jobs import GradingRuntime, InProcessPool
+from judge.jobs.dispatch import CeleryDispatcher
+from judge.settings import Settings
+from judge.store import Store
+
+# The tenant every request acts as when auth is switched off (a local single-user run).
+LOCAL_TENANT = "local"
+
+_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="An key from `expjudge keys create`.")
+_bearer = HTTPBearer(auto_error=False, description="The same key as a bearer token.")
+
+
+@dataclass
+class Service:
+    """What every request handler shares: settings, store, grading runtime and job dispatcher."""
+
+    settings: Settings
+    store: Store
+    runtime: GradingRuntime
+    dispatcher: InProcessPool | CeleryDispatcher
+    owner: str
+
+
+def get_service(request: Request) -> Service:
+    """The service the app was started with."""
+    service: Service = request.app.state.service
+    return service
+
+
+async def get_tenant(
+    service: Annotated[Service, Depends(get_service)],
+    api_key: Annotated[str | None, Depends(_api_key_header)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The tenant of the request's API key (X-API-Key or Authorization: Bearer).
+
+    Raises:
+        Unauthorized: no key, or an unknown or revoked one (auth on).
+    """
+    if not service.settings.auth_enabled:
+        return LOCAL_TENANT
+    secret = api_key or (bearer.credentials if bearer is not None else None)
+    if not secret:
+        raise Unauthorized(
+            "an API key is required (X-API-Key header or Authorization: Bearer)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    tenant = await service.store.api_keys.authenticate(secret)
+    if tenant is None:
+        raise Unauthorized("unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+    return tenant
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]
+TenantDep = Annotated[str, Depends(get_tenant)]

@@ -1,0 +1,168 @@
+"""The one place where errors become HTTP responses: library errors, wire validation, and the API's own.
+
+Every error body has the same shape, ``{"error": {"code", "message", "field", "details"}}``, and
+no response ever carries a traceback: an unexpected exception is logged with its traceback and
+answered with a 500 that names only a request id to find it in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from judge.errors import ExpjudgeError, InputError, JudgeCallError, UnknownRubricError
+from judge.jobs import IdempotencyKeyReusedError, JobBusyError
+
+log = logging.getLogger("api")
+
+# When the upstream LLM is down, clients are asked to come back after this long.
+UPSTREAM_RETRY_AFTER_SECONDS = 30
+
+
+class ApiError(Exception):
+    """An error the API answers with a given status and code."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, field: str | None = None, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.headers = headers or {}
+
+
+class Unauthorized(ApiError):
+    """No API key, or one that is unknown or revoked."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class NotFound(ApiError):
+    """No such resource for this tenant (another tenant's ids are not found either)."""
+
+    status = 404
+    code = "not_found"
+
+
+class UpstreamUnavailable(ApiError):
+    """Nothing could be graded because the judge's upstream is down."""
+
+    status = 503
+    code = "upstream_unavailable"
+
+
+def field_path(loc: Sequence[Any]) -> str:
+    """A validation location as a path: ("body", "task", "requirements", 2) -> "task.requirements[2]"."""
+    parts = list(loc)
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "body"
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    field: str | None = None,
+    details: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """The JSON error body every error of the API uses."""
+    body: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:
+        body["field"] = field
+    if details:
+        body["details"] = details
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def _status_for(exc: ExpjudgeError) -> tuple[int, str]:
+    if isinstance(exc, IdempotencyKeyReusedError):
+        return 422, "idempotency_key_reused"
+    if isinstance(exc, UnknownRubricError):
+        return 422, "unknown_rubric"
+    if isinstance(exc, InputError):
+        return 422, "invalid_input"
+    if isinstance(exc, JobBusyError):
+        return 409, "job_in_progress"
+    if isinstance(exc, JudgeCallError):
+        return 503, "upstream_unavailable"
+    return 500, "internal_error"
+
+
+async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.code, exc.message, field=exc.field, headers=exc.headers)
+
+
+async def _library_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ExpjudgeError)
+    status, code = _status_for(exc)
+    headers: dict[str, str] = {}
+    if status == 409:
+        headers["Retry-After"] = "1"
+    elif status == 503:
+        headers["Retry-After"] = str(UPSTREAM_RETRY_AFTER_SECONDS)
+    elif status == 500:
+        return await _unexpected(request, exc)
+    field = exc.field if isinstance(exc, InputError) else None
+    message = exc.message if isinstance(exc, InputError | JudgeCallError) else str(exc)
+    return error_response(status, code, message, field=field, headers=headers)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    details = [
+        {
+            "field": field_path(error.get("loc", ())),
+            "message": error.get("msg", ""),
+            "type": error.get("type", ""),
+        }
+        for error in exc.errors()
+    ]
+    first = details[0] if details else {"field": "body", "message": "invalid request"}
+    return error_response(
+        422, "invalid_request", f"{first['field']}: {first['message']}", field=first["field"], details=details
+    )
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed", 413: "content_too_large", 401: "unauthorized"}
+    return error_response(
+        exc.status_code,
+        codes.get(exc.status_code, "http_error"),
+        str(exc.detail),
+        headers=dict(exc.headers or {}),
+    )
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    request_id = uuid.uuid4().hex[:12]
+    log.error("request %s %s failed (request id %s)", request.method, request.url.path, request_id, exc_info=exc)
+    return error_response(500, "internal_error", f"internal error; the server log has it under request id {request_id}")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register every handler on `app`."""
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(ExpjudgeError, _library_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,142 @@
+"""Pure ASGI middleware: the request body size limit and HTTP metrics.
+
+Both wrap `receive`/`send` instead of using BaseHTTPMiddleware, so nothing buffers a body and
+the per-request cost stays a few function calls.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from prometheus_client import Counter, Histogram
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from judge.jobs.metrics import REGISTRY
+
+HTTP_REQUESTS = Counter(
+    "expjudge_http_requests",
+    "HTTP requests, by method, route and status.",
+    ["method", "route", "status"],
+    registry=REGISTRY,
+)
+HTTP_LATENCY = Histogram(
+    "expjudge_http_request_duration_seconds",
+    "HTTP request latency, by method and route.",
+    ["method", "route"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    registry=REGISTRY,
+)
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from `receive` once the body passes the limit; FastAPI lets HTTPExceptions through."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request body larger than {limit} bytes")
+
+
+async def _send_413(send: Send, limit: int) -> None:
+    body = json.dumps(
+        {"error": {"code": "content_too_large", "message": f"request body larger than {limit} bytes"}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+class BodySizeLimit:
+    """413 for bodies above `max_bytes`: at once when Content-Length says so (nothing is read),
+    otherwise as soon as the streamed bytes pass the limit (at most `max_bytes` are ever held).
+
+    Args:
+        app: The wrapped ASGI app.
+        max_bytes: Largest body accepted.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await _send_413(send, self.max_bytes)
+            return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise BodyTooLarge(self.max_bytes)
+            return message
+
+        async def watched_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, watched_send)
+        except BodyTooLarge:
+            if started:
+                raise
+            await _send_413(send, self.max_bytes)
+
+
+class HttpMetrics:
+    """Counts requests and observes latency per route template (never per raw path: ids would explode)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def watched_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched_send)
+        finally:
+            route: Any = scope.get("route")
+            template = str(getattr(route, "path", "")) or "unmatched"
+            method = str(scope.get("method", ""))
+            HTTP_REQUESTS.labels(method, template, str(status)).inc()
+            HTTP_LATENCY.labels(method, template).observe(time.perf_counter() - started)

@@ -1,0 +1,52 @@
+"""GET /v1/grades/{id} and the filtered, paginated listing."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Response
+
+from api.deps import ServiceDep, TenantDep
+from api.errors import NotFound
+from api.schemas import GradeList, GradeListItem, Links
+from judge.models import Grade
+from judge.store import GradeFilter
+from judge.store.grades import MAX_PAGE
+
+router = APIRouter(tags=["grades"])
+
+
+@router.get("/v1/grades/{grade_id}", response_model=Grade, responses={404: {"description": "No such grade."}})
+async def get_grade(grade_id: str, service: ServiceDep, tenant: TenantDep) -> Response:
+    """A stored grade of this tenant, exactly as it was returned when it was made."""
+    grade = await service.store.grades.get(tenant, grade_id)
+    if grade is None:
+        raise NotFound(f"no grade {grade_id!r}", field="grade_id")
+    return Response(grade.model_dump_json(), media_type="application/json")
+
+
+@router.get("/v1/grades", response_model=GradeList)
+async def list_grades(
+    service: ServiceDep,
+    tenant: TenantDep,
+    run_id: Annotated[str | None, Query(description="The submission's run id.")] = None,
+    task_id: str | None = None,
+    agent: str | None = None,
+    fingerprint: Annotated[str | None, Query(description="Judge fingerprint digest.")] = None,
+    job_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page.")] = None,
+) -> GradeList:
+    """This tenant's grades, newest first, filtered by run, task, agent, fingerprint or job."""
+    filters = GradeFilter(run_id=run_id, task_id=task_id, agent=agent, fingerprint=fingerprint, job_id=job_id)
+    page = await service.store.grades.list_page(tenant, filters, limit=limit, cursor=cursor)
+    items = [
+        GradeListItem(**summary.model_dump(), links=Links(self=f"/v1/grades/{summary.grade_id}"))
+        for summary in page.items
+    ]
+    links: dict[str, str] = {}
+    if page.next_cursor is not None:
+        query = {k: v for k, v in filters.model_dump().items() if v is not None}
+        links["next"] = "/v1/grades?" + urlencode({**query, "limit": limit, "cursor": page.next_cursor})
+    return GradeList(items=items, next_cursor=page.next_cursor, links=links)

@@ -1,0 +1,164 @@
+"""POST /v1/grade (also /grade), synchronous or as a job, and POST /v1/grade/batch."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from api.deps import Service, ServiceDep, TenantDep
+from api.errors import UPSTREAM_RETRY_AFTER_SECONDS, ApiError, UpstreamUnavailable, field_path
+from api.schemas import (
+    BatchRequest,
+    ExpBenchTask,
+    GradeRequest,
+    GradeRequestItem,
+    GradeSpec,
+    JobAccepted,
+    Links,
+)
+from judge.errors import InputError, TaskFormatError
+from judge.jobs import GradeItem, JobPayload, SyncGrade, create_job, grade_now
+from judge.loaders.expbench import task_from_expbench
+from judge.loaders.native import parse_submission, parse_task
+from judge.models import Grade
+
+router = APIRouter(tags=["grading"])
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=255,
+        description="Send the same key again to get the same result instead of a second grade.",
+    ),
+]
+
+
+class BrokerUnavailable(ApiError):
+    """The job could not be queued: the broker did not answer."""
+
+    status = 503
+    code = "broker_unavailable"
+
+
+def _parse_item(item: GradeRequestItem, where: str) -> GradeItem:
+    """Validate one item's task and submission; errors name the field, e.g. items[3].task.requirements."""
+    if item.task_format == "expbench":
+        try:
+            spec = ExpBenchTask.model_validate(item.task)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise TaskFormatError(error["msg"], field=f"{where}task.{field_path(error['loc'])}") from None
+        try:
+            task = task_from_expbench(spec.question, spec.paper_id, spec.index)
+        except InputError as exc:
+            raise TaskFormatError(exc.message, field=f"{where}task.question ({exc.field})") from None
+    else:
+        task = parse_task(item.task, field=f"{where}task")
+    return GradeItem.of(task, parse_submission(item.submission, field=f"{where}submission"))
+
+
+def _payload(service: Service, spec: GradeSpec, items: list[GradeItem]) -> JobPayload:
+    payload = JobPayload(
+        rubric=spec.rubric or service.settings.default_rubric,
+        judge=spec.judge_selection(),
+        refresh=spec.refresh,
+        items=items,
+    )
+    service.runtime.check(payload)  # unknown rubric or judge: 422 now, not a failed job later
+    return payload
+
+
+async def _enqueue(
+    service: Service, tenant: str, kind: str, payload: JobPayload, idempotency_key: str | None
+) -> JSONResponse:
+    job, created = await create_job(
+        service.runtime, tenant=tenant, kind=kind, payload=payload, idempotency_key=idempotency_key
+    )
+    if not created and job.state in ("failed", "partial") and await service.store.jobs.requeue(job.job_id):
+        created = True
+    # A replayed key whose job is still queued is published again: the first publish may have failed,
+    # and a duplicate message is harmless (only one runner can claim the job).
+    if created or job.state == "queued":
+        try:
+            await service.dispatcher.submit(job.job_id)
+        except Exception as exc:
+            raise BrokerUnavailable(
+                f"the job was stored but could not be queued ({type(exc).__name__}); retry with the same "
+                "Idempotency-Key",
+                headers={"Retry-After": "5"},
+            ) from exc
+    location = f"/v1/jobs/{job.job_id}"
+    body = JobAccepted(
+        job_id=job.job_id,
+        state="queued" if created else job.state,
+        total=job.total,
+        links=Links(self=location),
+    )
+    return JSONResponse(body.model_dump(mode="json"), status_code=202, headers={"Location": location})
+
+
+def _sync_response(outcome: SyncGrade) -> Response:
+    if outcome.grade is None:
+        item = outcome.item
+        if item is not None and item.retryable:
+            raise UpstreamUnavailable(
+                f"the judge's upstream is unavailable, nothing could be graded: {item.outcome.error}",
+                headers={"Retry-After": str(UPSTREAM_RETRY_AFTER_SECONDS), "X-Job-Id": outcome.job.job_id},
+            )
+        if item is not None and item.error is not None:
+            raise item.error  # the handlers map input errors to 422 and anything else to a plain 500
+        raise RuntimeError(f"job {outcome.job.job_id} ended {outcome.job.state} without a grade")
+    headers = {"Location": f"/v1/grades/{outcome.grade.grade_id}", "X-Job-Id": outcome.job.job_id}
+    if outcome.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(outcome.grade.model_dump_json(), media_type="application/json", headers=headers)
+
+
+@router.post("/grade", summary="Grade one submission (the name harnesses know; same as /v1/grade)")
+@router.post(
+    "/v1/grade",
+    summary="Grade one submission",
+    response_model=Grade,
+    responses={
+        202: {"model": JobAccepted, "description": "Queued (mode=async)."},
+        409: {"description": "The Idempotency-Key's job is running right now; retry after Retry-After."},
+        413: {"description": "Body larger than the configured limit."},
+        422: {"description": "Invalid body; `error.field` names the offending field."},
+        503: {"description": "Upstream judge down, nothing could be graded; retry after Retry-After."},
+    },
+)
+async def grade(
+    body: GradeRequest,
+    service: ServiceDep,
+    tenant: TenantDep,
+    idempotency_key: IdempotencyKey = None,
+    mode: Annotated[Literal["sync", "async"] | None, Query(description="Overrides the body's `mode`.")] = None,
+) -> Response:
+    """Grade `submission` against `task`: the grade (200), or a job id (202) in async mode."""
+    payload = _payload(service, body, [_parse_item(body, "")])
+    if (mode or body.mode) == "async":
+        return await _enqueue(service, tenant, "grade", payload, idempotency_key)
+    outcome = await grade_now(
+        service.runtime, service.owner, tenant=tenant, payload=payload, idempotency_key=idempotency_key
+    )
+    return _sync_response(outcome)
+
+
+@router.post(
+    "/v1/grade/batch",
+    summary="Grade many submissions in one job",
+    status_code=202,
+    response_model=JobAccepted,
+    responses={422: {"description": "Invalid body; `error.field` names the item and field."}},
+)
+async def grade_batch(
+    body: BatchRequest, service: ServiceDep, tenant: TenantDep, idempotency_key: IdempotencyKey = None
+) -> JSONResponse:
+    """Queue one job grading every item; follow its `links.self` for progress and results."""
+    items = [_parse_item(item, f"items[{index}].") for index, item in enumerate(body.items)]
+    payload = _payload(service, body, items)
+    return await _enqueue(service, tenant, "batch", payload, idempotency_key)

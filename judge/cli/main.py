@@ -1,0 +1,39 @@
+"""The `expjudge` command line: one typer app, each command group in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from judge.settings import configure_offline_environment
+
+app = typer.Typer(
+    name="expjudge",
+    help="Grade AI research agents' experiments against ground truth.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register_commands() -> None:
+    # Each module adds its commands to `app`; imports stay here so `--help` lists them all.
+    # --- command registration (one line per module) ---
+    from judge.cli import (
+        calibrate_cmd,  # noqa: F401
+        db_cmd,  # noqa: F401
+        grade_cmd,  # noqa: F401
+        keys_cmd,  # noqa: F401
+        local_llm_cmd,  # noqa: F401
+        process_cmd,  # noqa: F401
+        regrade_cmd,  # noqa: F401
+        serve_cmd,  # noqa: F401
+        tune_cmd,  # noqa: F401
+        worker_cmd,  # noqa: F401
+    )
+    # --- end of command registration ---
+
+
+def main() -> None:
+    """Console-script entry point."""
+    configure_offline_environment()
+    _register_commands()
+    app()

@@ -1,0 +1,145 @@
+"""`expjudge regrade`: regrade historic runs, resumably, with cost before work and a report of what changed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from judge.cli.errors import exit_on_input_error
+from judge.cli.main import app
+
+# Rows of the dry-run table printed; every row is in DIR/estimate.csv.
+_MAX_TABLE_ROWS = 40
+
+
+class _RateColumn(ProgressColumn):
+    """Runs finished per second (rich's moving estimate)."""
+
+    def render(self, task: Any) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("– runs/s" if not speed else f"{speed:.1f} runs/s", style="cyan")
+
+
+class RichProgress:
+    """The live bar: runs done, rate, ETA, tokens, cost, LLM calls and cache hits so far."""
+
+    def __init__(self, console: Console) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]regrade"), BarColumn(), MofNCompleteColumn(), _RateColumn(), TimeRemainingColumn(),
+            TextColumn("{task.fields[tokens]:,} tok  ${task.fields[cost]:.4f}  {task.fields[calls]} calls  "
+                       "{task.fields[hits]} cached  {task.fields[failed]} failed"),
+            console=console, transient=False, disable=not console.is_terminal,
+        )
+        self.task = self.progress.add_task("regrade", total=None, tokens=0, cost=0.0, calls=0, hits=0, failed=0)
+
+    def update(self, counters: Any) -> None:
+        """Show new totals."""
+        self.progress.update(
+            self.task, total=counters.total, completed=counters.finished,
+            tokens=counters.prompt_tokens + counters.completion_tokens, cost=counters.cost_usd,
+            calls=counters.llm_calls, hits=counters.cached + counters.done, failed=counters.failed,
+        )
+
+
+def _print_estimate(result: Any, console: Console) -> None:
+    table = Table(title="Dry run: what grading would cost")
+    for column in ("run", "status", "calls", "prompt tokens", "max completion", "est. USD"):
+        table.add_column(column, justify="left" if column in ("run", "status") else "right")
+    rows = sorted(result.estimates, key=lambda e: (-e.cost_usd, e.run_id))
+    for e in rows[:_MAX_TABLE_ROWS]:
+        table.add_row(e.run_id, e.status, str(e.calls), f"{e.prompt_tokens:,}", f"{e.max_completion_tokens:,}",
+                      f"{e.cost_usd:.4f}")
+    if len(rows) > _MAX_TABLE_ROWS:
+        table.add_row(f"... {len(rows) - _MAX_TABLE_ROWS} more in estimate.csv", "", "", "", "", "")
+    table.add_row("[bold]total", f"{sum(e.status == 'to grade' for e in rows)} to grade",
+                  str(sum(e.calls for e in rows)), f"{sum(e.prompt_tokens for e in rows):,}",
+                  f"{sum(e.max_completion_tokens for e in rows):,}", f"{sum(e.cost_usd for e in rows):.4f}")
+    console.print(table)
+    price = result.price
+    if price is not None and not price.known:
+        console.print(f"[yellow]litellm's local price map does not list {price.model!r}: cost shown as 0[/yellow]")
+    elif price is not None:
+        per_million = f"${price.input_per_token * 1e6:.4g} / ${price.output_per_token * 1e6:.4g}"
+        console.print(f"prices ({price.model}): {per_million} per million prompt / completion tokens (local map)")
+
+
+def _print_summary(result: Any, console: Console) -> None:
+    c = result.counters
+    console.print(
+        f"runs {c.total}: {c.graded} graded, {c.cached} from the grade cache, {c.done} already graded, "
+        f"{c.failed} failed, {c.not_started} not started | {c.llm_calls} LLM calls, "
+        f"{c.prompt_tokens + c.completion_tokens:,} tokens, ${c.cost_usd:.4f} | fingerprint {result.fingerprint.digest}"
+    )
+    if result.stopped_by_budget:
+        console.print(f"[yellow]stopped: the budget would have been exceeded; {c.not_started} run(s) left for "
+                      "a later regrade (everything graded so far is kept)[/yellow]")
+    for problem in result.discovery.problems:
+        console.print(f"[yellow]skipped:[/yellow] {problem}", soft_wrap=True)
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+    if result.changes is not None and result.changes["judge_failures"]:
+        flagged = result.changes["judge_failures"]
+        console.print(f"old verdicts flagged as judge failures (not agent failures): {flagged}")
+    for name, path in sorted(result.files.items()):
+        console.print(f"  {name}: {path}")
+
+
+@app.command("regrade")
+def regrade_command(
+    paths: Annotated[list[Path], typer.Argument(help="EXP-Bench output folders or files, or native .jsonl files.")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder (grades.jsonl, runs.csv/.parquet, changes.*).")],
+    judge: Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")] = "embedded",
+    samples: Annotated[int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")] = 1,
+    rubric: Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")] = "expbench-v1",
+    tasks_dir: Annotated[
+        Path | None, typer.Option("--tasks-dir", help="Where <paper>_complete_final.json files are.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count tokens and estimate the cost.")] = False,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", min=0, help="Stop before the estimated spend exceeds this (USD).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="LLM requests in flight at most.")] = 16,
+    rpm: Annotated[int | None, typer.Option("--rpm", min=1, help="LLM requests per minute at most.")] = None,
+    tpm: Annotated[int | None, typer.Option("--tpm", min=1, help="LLM tokens per minute at most.")] = None,
+    workers: Annotated[str, typer.Option("--workers", help="local (this process) or celery.")] = "local",
+    database_url: Annotated[
+        str | None, typer.Option("--database-url", help="Store URL (default: EXPJUDGE_DATABASE_URL).")
+    ] = None,
+    api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible base URL.")] = None,
+    compare_fingerprint: Annotated[
+        str | None, typer.Option("--compare-fingerprint", help="Also compare with this earlier fingerprint.")
+    ] = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Store tenant the grades belong to.")] = "local",
+) -> None:
+    """Regrade historic runs: resumable, exactly once per run, cached where unchanged, with a change report."""
+    from judge.errors import InputError
+    from judge.regrade.runner import RegradeOptions, Regrader
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    with exit_on_input_error():
+        if workers not in ("local", "celery"):
+            raise InputError("expected local or celery", field="--workers")
+        options = RegradeOptions(
+            paths=paths, out_dir=out, judge=judge, samples=samples, rubric=rubric, tasks_dir=tasks_dir,
+            dry_run=dry_run, max_cost=max_cost, concurrency=concurrency, rpm=rpm, tpm=tpm,
+            workers="celery" if workers == "celery" else "local", database_url=database_url, api_base=api_base,
+            compare_fingerprint=compare_fingerprint, tenant=tenant,
+        )
+        bar = RichProgress(console)
+        regrader = Regrader(options, progress=bar)
+        with bar.progress:
+            result = asyncio.run(regrader.run())
+    if dry_run:
+        _print_estimate(result, console)
+    _print_summary(result, console)
+    if result.counters.failed:
+        raise typer.Exit(1)

@@ -1,0 +1,278 @@
+"""Grading one job item against the store: cache first, then the judge, then one idempotent write.
+
+The same code runs in the API process (synchronous grades and the in-process pool) and in
+Celery workers; the run key `job:<job id>:<index>` is what makes every write of an item land once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection
+
+from judge.errors import InputError, JudgeConfigError
+from judge.grading import Grader, fingerprint_for
+from judge.jobs import metrics
+from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
+from judge.judges.base import Judge
+from judge.judges.registry import EMBEDDED, build_judge
+from judge.models import CalibrationStatus, Grade, Rubric, Usage
+from judge.rubric_loader import load_rubric
+from judge.settings import Settings, get_settings
+from judge.store import ItemOutcome, JobRecord, Store
+from judge.store.calibrations import calibration_status_on
+from judge.store.clock import utcnow
+from judge.store.grades import cached_grade_on
+from judge.store.jobs import GradeWrite
+
+log = logging.getLogger(__name__)
+
+# Leaves no judge was asked about: they say nothing about whether the upstream answers.
+_NOT_JUDGED = frozenset({"gate", "no_ground_truth", "no_submission_field", "not_applicable"})
+# Transient failures: a grade holding them is stored (its other leaves are good) but never cached.
+_TRANSIENT = frozenset({"judge_error", "invalid_judge_output"})
+
+
+def run_key(job_id: str, index: int) -> str:
+    """The run key of item `index` of job `job_id` (unique per tenant in the grades table)."""
+    return f"job:{job_id}:{index}"
+
+
+def upstream_down(grade: Grade) -> bool:
+    """True when nothing the grade's judge was asked came back: every such leaf is unscored with judge_error.
+
+    Leaves decided without the judge (gates, missing ground truth or submission fields) and leaves
+    a deterministic fallback decided (an LLM judge hands exit codes to the embedded checks) say
+    nothing about the upstream, so they are left out.
+    """
+    asked = [
+        leaf
+        for leaf in grade.leaves
+        if leaf.reason_code == "judge_error"
+        or (leaf.judge == grade.fingerprint.judge and leaf.reason_code not in _NOT_JUDGED)
+    ]
+    return bool(asked) and all(leaf.reason_code == "judge_error" for leaf in asked)
+
+
+def cacheable(grade: Grade) -> bool:
+    """True when no leaf failed for a transient reason (a retry could grade it differently)."""
+    return not any(leaf.reason_code in _TRANSIENT for leaf in grade.leaves)
+
+
+@dataclass
+class ItemResult:
+    """What grading one item came to: the outcome recorded for the job, and the grade if there is one."""
+
+    index: int
+    outcome: ItemOutcome
+    grade: Grade | None = None
+    created: bool = False
+    from_cache: bool = False
+    usage: Usage = field(default_factory=Usage)
+    replayed: bool = False
+    error: Exception | None = field(default=None, repr=False)
+    closed: JobRecord | None = None
+
+    @property
+    def retryable(self) -> bool:
+        """True when trying again later may succeed (the upstream was down)."""
+        return self.outcome.error_code == "upstream_unavailable"
+
+
+def _outcome(
+    grade_id: str | None, usage: Usage, *, error_code: str | None = None, error: str | None = None
+) -> ItemOutcome:
+    return ItemOutcome(
+        state="failed" if error_code else "done",
+        grade_id=grade_id,
+        error_code=error_code,
+        error=error,
+        llm_calls=usage.llm_calls,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cost_usd=usage.cost_usd,
+        cache_hits=usage.cache_hits,
+    )
+
+
+class GradingRuntime:
+    """Judges, rubrics and the store, shared by every job a process runs.
+
+    Args:
+        store: Where grades, jobs and caches live.
+        settings: LLM endpoint and key for LLM judges (default: get_settings()).
+    """
+
+    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings or get_settings()
+        self._judges: dict[tuple[str, int, bool], Judge] = {}
+
+    def judge_for(self, selection: JudgeSelection, *, refresh: bool = False) -> Judge:
+        """The judge a selection names, built once per process.
+
+        Raises:
+            JudgeConfigError: for a model string litellm cannot route or a bad sample count.
+        """
+        key = (selection.spec.strip(), selection.samples, refresh)
+        cached = self._judges.get(key)
+        if cached is not None:
+            return cached
+        if key[0] != EMBEDDED:
+            _check_model(key[0])
+        built = build_judge(
+            key[0],
+            samples=selection.samples,
+            cache=self.store.response_cache(read=not refresh),
+            api_base=self.settings.llm_api_base,
+            api_key=self.settings.llm_api_key,
+        )
+        self._judges[key] = built
+        return built
+
+    def check(self, payload: JobPayload) -> Rubric:
+        """Fail fast on an unknown rubric or judge before a job is created.
+
+        Raises:
+            UnknownRubricError, RubricError, JudgeConfigError.
+        """
+        rubric = load_rubric(payload.rubric)
+        self.judge_for(payload.judge, refresh=payload.refresh)
+        return rubric
+
+    async def grade_item(
+        self,
+        tenant: str,
+        job_id: str,
+        index: int,
+        payload: JobPayload,
+        *,
+        fresh: bool = False,
+        close_for: str | None = None,
+    ) -> ItemResult:
+        """Grade item `index` of a job; store its grade (once per run key) and its outcome together.
+
+        Args:
+            tenant: Owner of the job.
+            job_id: The job.
+            index: The item's position in the payload.
+            payload: The job's input.
+            fresh: The job was created this moment: skip looking for a grade an earlier attempt stored.
+            close_for: For a one-item job held by this runner: close the job in the same write.
+        """
+        started = time.perf_counter()
+        result = await self._grade_item(tenant, job_id, index, payload, fresh, close_for)
+        if not result.replayed:
+            _observe(result, time.perf_counter() - started)
+        return result
+
+    async def _grade_item(
+        self, tenant: str, job_id: str, index: int, payload: JobPayload, fresh: bool, close_for: str | None
+    ) -> ItemResult:
+        jobs = self.store.jobs
+        own_key = payload.items[index].run_key
+        key = own_key or run_key(job_id, index)
+        # A fresh job's own run keys cannot have grades yet; a key chosen by the caller (a regrade's) can.
+        stored_id = None if fresh and own_key is None else await self.store.grades.id_for_run_key(tenant, key)
+        if stored_id is not None:  # an earlier attempt stored it and died before recording the item
+            stored = await self.store.grades.get(tenant, stored_id)
+            usage = stored.usage if stored else Usage()
+            written = await jobs.record_item(job_id, index, _outcome(stored_id, usage), close_for=close_for)
+            outcome = _outcome(stored_id, usage)
+            return ItemResult(index, outcome, stored, usage=usage, replayed=True, closed=written.closed)
+        try:
+            grade, from_cache = await self._grade(tenant, payload.items[index], payload)
+        except InputError as exc:
+            result = ItemResult(index, _outcome(None, Usage(), error_code="input_error", error=str(exc)), error=exc)
+        except Exception as exc:  # a bug must not kill the other items; it is logged and reported
+            log.exception("grading item %d of job %s failed", index, job_id)
+            outcome = _outcome(None, Usage(), error_code="internal_error", error=type(exc).__name__)
+            result = ItemResult(index, outcome, error=exc)
+        else:
+            if upstream_down(grade):  # nothing graded: no grade is stored, so a retry grades afresh
+                reason = next((leaf.reason for leaf in grade.leaves if leaf.reason_code == "judge_error"), None)
+                outcome = _outcome(None, grade.usage, error_code="upstream_unavailable", error=reason)
+                result = ItemResult(index, outcome, grade, usage=grade.usage)
+            else:
+                write = GradeWrite(
+                    tenant,
+                    key,
+                    grade,
+                    from_cache=from_cache,
+                    cache=not from_cache and cacheable(grade),
+                    replace_cache=payload.refresh,
+                )
+                return await self._store_grade(job_id, index, write, close_for)
+        result.closed = (await jobs.record_item(job_id, index, result.outcome, close_for=close_for)).closed
+        return result
+
+    async def _store_grade(self, job_id: str, index: int, write: GradeWrite, close_for: str | None) -> ItemResult:
+        grade = write.grade
+        written = await self.store.jobs.record_item(
+            job_id, index, _outcome(None, grade.usage), write, close_for=close_for
+        )
+        saved = written.saved
+        assert saved is not None
+        if not saved.created:  # a concurrent runner of the same item won the write: report its grade
+            grade = await self.store.grades.get(write.tenant, saved.grade_id) or grade
+        outcome = _outcome(saved.grade_id, grade.usage)
+        return ItemResult(index, outcome, grade, saved.created, write.from_cache, grade.usage, closed=written.closed)
+
+    async def _grade(self, tenant: str, item: GradeItem, payload: JobPayload) -> tuple[Grade, bool]:
+        task, submission = item.parsed()
+        rubric = load_rubric(payload.rubric)
+        grader_judge = self.judge_for(payload.judge, refresh=payload.refresh)
+        fingerprint = fingerprint_for(rubric, grader_judge)
+        keys = (submission.content_hash(), task.content_hash(), fingerprint.digest)
+
+        def look_up(connection: Connection) -> tuple[CalibrationStatus, Grade | None]:
+            # One round trip for both: under load every await costs a turn of a busy event loop.
+            cached = None if payload.refresh else cached_grade_on(connection, *keys)
+            return calibration_status_on(connection, fingerprint.digest, tenant), cached
+
+        calibration, hit = await self.store.run_read(look_up)
+        if hit is not None:
+            # Same content, same judge: the verdicts carry over; ids, time and cost are this request's.
+            saved_calls = hit.usage.llm_calls + hit.usage.cache_hits
+            update = {
+                "grade_id": uuid.uuid4().hex,
+                "task_id": task.task_id,
+                "submission_id": submission.submission_id,
+                "agent": submission.agent,
+                "run_id": submission.run_id,
+                "calibration": calibration,
+                "usage": Usage(cache_hits=saved_calls),
+                "created_at": utcnow(),
+            }
+            return hit.model_copy(update=update), True
+        grader = Grader(rubric, grader_judge, calibration_lookup=lambda _fingerprint: calibration)
+        return await grader.grade(task, submission), False
+
+
+def _observe(result: ItemResult, seconds: float) -> None:
+    usage = result.usage
+    metrics.GRADE_SECONDS.observe(seconds)
+    if result.outcome.error_code:
+        metrics.ITEM_FAILURES.labels(result.outcome.error_code).inc()
+    elif result.created:
+        metrics.GRADES.labels("cache" if result.from_cache else "judge").inc()
+    metrics.LLM_CALLS.inc(usage.llm_calls)
+    metrics.LLM_TOKENS.labels("prompt").inc(usage.prompt_tokens)
+    metrics.LLM_TOKENS.labels("completion").inc(usage.completion_tokens)
+    metrics.LLM_COST.inc(usage.cost_usd)
+    metrics.CACHE_HITS.inc(usage.cache_hits)
+
+
+def _check_model(model: str) -> None:
+    import litellm
+
+    litellm.suppress_debug_info = True
+    try:
+        litellm.get_llm_provider(model)
+    except Exception as exc:  # litellm raises BadRequestError for a model it cannot route
+        raise JudgeConfigError(
+            f"litellm cannot route model {model!r}: use 'embedded' or 'provider/model'", field="judge.spec"
+        ) from exc

@@ -1,0 +1,163 @@
+"""The store: SQLite by default, PostgreSQL (asyncpg) by URL.
+
+Repositories express each read and each write as a function of a SQLAlchemy `Connection`; the
+store runs it where the backend does best. On PostgreSQL each runs on the asyncpg engine (a
+transaction per write). On SQLite, writes go to one group-committing writer thread (see
+sqlite_writer.py) and reads to a small thread pool, one hop per read: through aiosqlite every
+statement is several hops that each wait for the event loop, which under 50 concurrent grades made
+a one-row read take seconds. The URL keeps its `sqlite+aiosqlite://` form; both pools use the
+standard library's sqlite3 driver underneath.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from judge.errors import InputError
+from judge.store.api_keys import ApiKeyStore
+from judge.store.calibrations import CalibrationStore
+from judge.store.grades import GradeStore
+from judge.store.jobs import JobStore
+from judge.store.migrate import upgrade_on
+from judge.store.response_cache import StoreResponseCache
+from judge.store.sqlite_writer import SqliteWriter, add_sqlite_listeners
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+# Read connections (and threads) of a SQLite store; WAL lets them read while the writer writes.
+SQLITE_READERS = 4
+
+
+def _backend(url: str) -> str:
+    try:
+        backend = make_url(url).get_backend_name()
+    except Exception as exc:  # sqlalchemy raises ArgumentError for anything unparsable
+        raise InputError(f"not a database URL: {exc}", field="database_url") from exc
+    if backend not in ("sqlite", "postgresql"):
+        raise InputError(f"unsupported database backend {backend!r} (use sqlite or postgresql)", field="database_url")
+    return backend
+
+
+class Store:
+    """Grades, jobs, calibration runs, API keys and caches behind one database URL.
+
+    Args:
+        url: SQLAlchemy async URL, e.g. ``sqlite+aiosqlite:///path.db`` or
+            ``postgresql+asyncpg://user@host/db``.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.dialect = _backend(url)
+        self._writer: SqliteWriter | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._sqlite_reader: Engine | None = None
+        self._read_pool: ThreadPoolExecutor | None = None
+        self._engine: AsyncEngine | None = None
+        if self.dialect == "sqlite":
+            database = make_url(url).database
+            if database and database != ":memory:":
+                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self._sqlite_reader = create_engine(
+                make_url(url).set(drivername="sqlite"), pool_size=SQLITE_READERS, pool_timeout=60
+            )
+            add_sqlite_listeners(self._sqlite_reader, immediate=False)
+            self._read_pool = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="expjudge-sqlite-read")
+            self._writer = SqliteWriter(url)
+        else:
+            self._engine = create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True, pool_timeout=60)
+        self.grades = GradeStore(self)
+        self.jobs = JobStore(self)
+        self.api_keys = ApiKeyStore(self)
+        self.calibrations = CalibrationStore(self)
+
+    async def run_read(self, fn: Callable[[Connection], T]) -> T:
+        """Run `fn(connection)` for reading."""
+        if self._sqlite_reader is not None:
+            engine = self._sqlite_reader
+
+            def read() -> T:
+                with engine.connect() as connection:
+                    return fn(connection)
+
+            result: T = await asyncio.get_running_loop().run_in_executor(self._read_pool, read)
+            return result
+        assert self._engine is not None
+        async with self._engine.connect() as connection:
+            read_result: T = await connection.run_sync(fn)
+            return read_result
+
+    async def run_write(self, fn: Callable[[Connection], T]) -> T:
+        """Run `fn(connection)` in a transaction (a savepoint of a group commit on SQLite); its result."""
+        if self._writer is not None:
+            future = self._writer.submit(fn)
+            assert future is not None
+            result: T = await future
+            return result
+        assert self._engine is not None
+        async with self._engine.begin() as connection:
+            written: T = await connection.run_sync(fn)
+            return written
+
+    def write_soon(self, fn: Callable[[Connection], Any]) -> None:
+        """Queue a write nobody waits for (cache fills); a failure is logged, not raised."""
+        if self._writer is not None:
+            self._writer.submit(fn, wait=False)
+            return
+        task = asyncio.get_running_loop().create_task(self.run_write(fn))
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("a background write failed: %s", task.exception())
+
+    async def flush(self) -> None:
+        """Wait until every write queued with `write_soon` so far is committed."""
+        if self._writer is not None:
+            await self.run_write(lambda _connection: None)  # the writer runs in order: this lands last
+        elif self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def migrate(self) -> None:
+        """Bring the schema to the newest migration (safe to run from several processes at once)."""
+        await self.run_write(upgrade_on)
+
+    async def ping(self, timeout: float = 2.0) -> bool:
+        """True when the database answers a trivial query within `timeout` seconds."""
+
+        async def _probe() -> None:
+            await self.run_read(lambda connection: connection.execute(text("SELECT 1")))
+
+        try:
+            await asyncio.wait_for(_probe(), timeout)
+        except Exception:  # any failure means "not ready"; the reason is not the caller's business
+            return False
+        return True
+
+    def response_cache(self, *, read: bool = True) -> StoreResponseCache:
+        """A judge response cache backed by this store; `read=False` only writes (a refresh)."""
+        return StoreResponseCache(self, read=read)
+
+    async def close(self) -> None:
+        """Finish queued writes and close every connection."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        if self._writer is not None:
+            await asyncio.to_thread(self._writer.close)
+        if self._read_pool is not None:
+            self._read_pool.shutdown(wait=True)
+        if self._sqlite_reader is not None:
+            self._sqlite_reader.dispose()
+        if self._engine is not None:
+            await self._engine.dispose()

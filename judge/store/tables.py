@@ -1,0 +1,175 @@
+"""The store's tables (SQLAlchemy 2 declarative); the Alembic migrations create exactly these.
+
+Grades and the grade cache keep the full grade as JSON text (pydantic writes and reads it fastest)
+next to the columns listings filter on. Every write that a retry could repeat is guarded by a
+unique constraint, so at-least-once delivery never produces a second row.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL gets a 64-bit sequence.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    """Declarative base with a naming convention so migrations name constraints stably."""
+
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class GradeRow(Base):
+    """One stored grade, visible to one tenant."""
+
+    __tablename__ = "grades"
+    __table_args__ = (
+        UniqueConstraint("tenant", "run_key", name="uq_grades_tenant_run_key"),
+        Index("ix_grades_tenant_seq", "tenant", "seq"),
+        Index("ix_grades_content", "submission_hash", "task_hash", "fingerprint_digest"),
+    )
+
+    seq: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    grade_id: Mapped[str] = mapped_column(String(64), unique=True)
+    tenant: Mapped[str] = mapped_column(String(128))
+    run_key: Mapped[str] = mapped_column(String(512))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    task_id: Mapped[str] = mapped_column(String(512), index=True)
+    submission_id: Mapped[str] = mapped_column(String(512))
+    agent: Mapped[str | None] = mapped_column(String(256), index=True)
+    run_id: Mapped[str | None] = mapped_column(String(512), index=True)
+    task_hash: Mapped[str] = mapped_column(String(64))
+    submission_hash: Mapped[str] = mapped_column(String(64))
+    fingerprint_digest: Mapped[str] = mapped_column(String(32), index=True)
+    rubric_id: Mapped[str] = mapped_column(String(128))
+    overall_score: Mapped[float | None] = mapped_column(Float)
+    from_cache: Mapped[bool] = mapped_column(Boolean, default=False)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    llm_calls: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    grade_json: Mapped[str] = mapped_column(Text)
+
+
+class GradeCacheRow(Base):
+    """Content-addressed grades: (submission hash, task hash, fingerprint digest) -> grade JSON."""
+
+    __tablename__ = "grade_cache"
+
+    submission_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    task_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    fingerprint_digest: Mapped[str] = mapped_column(String(32), primary_key=True)
+    grade_json: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class LlmResponseCacheRow(Base):
+    """Judge responses by request key, so a regrade never pays twice for the same leaf."""
+
+    __tablename__ = "llm_response_cache"
+
+    key: Mapped[str] = mapped_column(String(256), primary_key=True)
+    value_json: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class JobRow(Base):
+    """A unit of asynchronous work: one or many (task, submission) items graded with one rubric and judge."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("tenant", "idempotency_key", name="uq_jobs_tenant_idempotency_key"),
+        Index("ix_jobs_state", "state"),
+    )
+
+    job_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(128), index=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(256))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16))
+    total: Mapped[int] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    owner: Mapped[str | None] = mapped_column(String(256))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    payload_json: Mapped[str] = mapped_column(Text)
+
+
+class JobItemRow(Base):
+    """The outcome of one item of a job; keyed by (job, index) so a retry overwrites, never adds."""
+
+    __tablename__ = "job_items"
+
+    job_id: Mapped[str] = mapped_column(String(64), ForeignKey("jobs.job_id", ondelete="CASCADE"), primary_key=True)
+    item_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    state: Mapped[str] = mapped_column(String(16))
+    grade_id: Mapped[str | None] = mapped_column(String(64))
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
+    llm_calls: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    cache_hits: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CalibrationRunRow(Base):
+    """A calibration of one judge fingerprint against a label set. tenant NULL: shared with every tenant."""
+
+    __tablename__ = "calibration_runs"
+    __table_args__ = (Index("ix_calibration_runs_digest", "fingerprint_digest", "created_at"),)
+
+    calibration_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant: Mapped[str | None] = mapped_column(String(128))
+    fingerprint_digest: Mapped[str] = mapped_column(String(32))
+    fingerprint_json: Mapped[str] = mapped_column(Text)
+    label_set: Mapped[str] = mapped_column(String(512))
+    n_items: Mapped[int] = mapped_column(Integer)
+    kappa: Mapped[float | None] = mapped_column(Float)
+    kappa_low: Mapped[float | None] = mapped_column(Float)
+    kappa_high: Mapped[float | None] = mapped_column(Float)
+    macro_f1: Mapped[float | None] = mapped_column(Float)
+    macro_f1_low: Mapped[float | None] = mapped_column(Float)
+    macro_f1_high: Mapped[float | None] = mapped_column(Float)
+    report_json: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ApiKeyRow(Base):
+    """An API key: only its sha256 is stored; the secret is shown once, at creation."""
+
+    __tablename__ = "api_keys"
+
+    key_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(128), index=True)
+    name: Mapped[str | None] = mapped_column(String(256))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
