@@ -120,7 +120,7 @@ def regrade_command(
 ) -> None:
     """Regrade historic runs: resumable, exactly once per run, cached where unchanged, with a change report."""
     from judge.errors import InputError
-    from judge.regrade.runner import RegradeOptions, Regrader
+    from judge.regrade import RegradeOptions, Regrader
 
     console = Console()
     if not console.is_terminal:

@@ -1,0 +1,191 @@
+"""What a regrade writes: DIR/grades.jsonl (one full grade per line), DIR/failures.jsonl, and the per-run
+metrics as DIR/runs.csv and DIR/runs.parquet.
+
+grades.jsonl is rebuilt on every invocation from the store (the durable record), so a regrade
+killed mid-write and started again leaves exactly one line per graded run.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import IO, Any
+
+GRADES_FILE = "grades.jsonl"
+FAILURES_FILE = "failures.jsonl"
+CSV_FILE = "runs.csv"
+PARQUET_FILE = "runs.parquet"
+_JUDGE_FAILED = ("judge_error", "invalid_judge_output")
+STAGES = ("design", "implementation", "execution", "conclusion", "integrity")
+
+
+@dataclass(frozen=True)
+class LeafVerdict:
+    """One leaf of a grade, as much as a comparison needs."""
+
+    stage: str
+    verdict: str
+    score: float | None
+    reason_code: str | None
+    target: str
+
+
+@dataclass
+class RunRecord:
+    """One run's outcome in a regrade, flat enough for a CSV row."""
+
+    run_id: str
+    run_key: str
+    status: str  # graded | cached | done | failed | not_started
+    task_id: str | None = None
+    paper_id: str | None = None
+    agent: str | None = None
+    grade_id: str | None = None
+    submission_id: str | None = None
+    submission_hash: str | None = None
+    fingerprint: str | None = None
+    D: float | None = None
+    I: float | None = None  # noqa: E741 - EXP-Bench's name
+    E: bool | None = None
+    C: bool | None = None
+    design_correct: bool | None = None
+    implementation_correct: bool | None = None
+    all_correct: bool | None = None
+    all_correct_executed: bool | None = None
+    overall_score: float | None = None
+    design_score: float | None = None
+    implementation_score: float | None = None
+    execution_score: float | None = None
+    conclusion_score: float | None = None
+    integrity_score: float | None = None
+    leaves_total: int = 0
+    leaves_scored: int = 0
+    leaves_unscored: int = 0
+    leaves_judge_failed: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cache_hits: int = 0
+    error: str | None = None
+    leaves: dict[str, LeafVerdict] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_grade(cls, grade: dict[str, Any], *, run_id: str, run_key: str, status: str,
+                   fingerprint: str | None, paper_id: str | None = None, keep_leaves: bool = True) -> RunRecord:
+        """The record of a grade given as its JSON object (stored text parsed, no model).
+
+        Args:
+            keep_leaves: Keep each leaf's verdict (a leaf-by-leaf comparison needs them; totals do not).
+        """
+        metrics = grade.get("metrics") or {}
+        usage = grade.get("usage") or {}
+        stages = {s["stage"]: s.get("score") for s in grade.get("stages") or []}
+        raw = grade.get("leaves") or []
+        unscored = [leaf.get("reason_code") for leaf in raw if leaf.get("verdict") == "unscored"]
+        leaves = {
+            leaf["leaf_id"]: LeafVerdict(
+                stage=leaf["stage"], verdict=leaf["verdict"], score=leaf.get("score"),
+                reason_code=leaf.get("reason_code"), target=str(leaf.get("target") or "")[:200],
+            )
+            for leaf in raw
+        } if keep_leaves else {}
+        return cls(
+            run_id=run_id, run_key=run_key, status=status, task_id=grade.get("task_id"), paper_id=paper_id,
+            agent=grade.get("agent"), grade_id=grade.get("grade_id"), submission_id=grade.get("submission_id"),
+            submission_hash=grade.get("submission_hash"),
+            fingerprint=fingerprint,
+            D=metrics.get("D"), I=metrics.get("I"), E=metrics.get("E"), C=metrics.get("C"),
+            design_correct=metrics.get("design_correct"),
+            implementation_correct=metrics.get("implementation_correct"),
+            all_correct=metrics.get("all_correct"), all_correct_executed=metrics.get("all_correct_executed"),
+            overall_score=grade.get("overall_score"),
+            design_score=stages.get("design"), implementation_score=stages.get("implementation"),
+            execution_score=stages.get("execution"), conclusion_score=stages.get("conclusion"),
+            integrity_score=stages.get("integrity"),
+            leaves_total=len(raw), leaves_scored=len(raw) - len(unscored), leaves_unscored=len(unscored),
+            leaves_judge_failed=sum(1 for code in unscored if code in _JUDGE_FAILED),
+            llm_calls=int(usage.get("llm_calls", 0)), prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)), cost_usd=float(usage.get("cost_usd", 0.0)),
+            cache_hits=int(usage.get("cache_hits", 0)), leaves=leaves,
+        )
+
+    def row(self) -> dict[str, Any]:
+        """The flat CSV / Parquet row (leaves left out)."""
+        return {name: getattr(self, name) for name in _ROW_FIELDS}
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name != "leaves")
+
+
+class OutputWriter:
+    """Appends grades and failures to DIR as they come; `close` flushes them.
+
+    Args:
+        out_dir: The output folder (created); grades.jsonl and failures.jsonl start empty.
+    """
+
+    def __init__(self, out_dir: Path) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir = out_dir
+        self._grades: IO[str] = (out_dir / GRADES_FILE).open("w", encoding="utf-8")
+        self._failures: IO[str] = (out_dir / FAILURES_FILE).open("w", encoding="utf-8")
+        self.grades_written = 0
+
+    def grade(self, grade_json: str) -> None:
+        """One grade, as JSON text on one line."""
+        self._grades.write(grade_json.replace("\n", " ") + "\n")
+        self.grades_written += 1
+
+    def failure(self, run_id: str, origin: str, code: str, reason: str) -> None:
+        """A run that produced no stored grade, with why."""
+        line = {"run_id": run_id, "origin": origin, "error_code": code, "reason": reason}
+        self._failures.write(json.dumps(line) + "\n")
+
+    def flush(self) -> None:
+        """Push what was written to the files."""
+        self._grades.flush()
+        self._failures.flush()
+
+    def close(self) -> None:
+        """Flush and close both files (again is harmless)."""
+        self._grades.close()
+        self._failures.close()
+
+
+def write_tables(records: list[RunRecord], out_dir: Path) -> tuple[Path, Path]:
+    """runs.csv and runs.parquet: one row per run, sorted by run id."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [r.row() for r in sorted(records, key=lambda r: r.run_id)]
+    columns = list(_ROW_FIELDS)
+    csv_path, parquet_path = out_dir / CSV_FILE, out_dir / PARQUET_FILE
+    with csv_path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    schema = pa.schema([(name, _arrow_type(name)) for name in columns])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    pq.write_table(table, parquet_path)
+    return csv_path, parquet_path
+
+
+_FLOATS = {"D", "I", "overall_score", "cost_usd"} | {f"{s}_score" for s in STAGES}
+_BOOLS = {"E", "C", "design_correct", "implementation_correct", "all_correct", "all_correct_executed"}
+_INTS = {"leaves_total", "leaves_scored", "leaves_unscored", "leaves_judge_failed", "llm_calls", "prompt_tokens",
+         "completion_tokens", "cache_hits"}
+
+
+def _arrow_type(name: str) -> Any:
+    import pyarrow as pa
+
+    if name in _FLOATS:
+        return pa.float64()
+    if name in _BOOLS:
+        return pa.bool_()
+    if name in _INTS:
+        return pa.int64()
+    return pa.string()

@@ -1,0 +1,130 @@
+"""changes.html: the comparison report as one self-contained page (inline CSS, no scripts, no fetches)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
+table { border-collapse: collapse; margin: 0.8rem 0 1.6rem; font-size: 0.9rem; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; vertical-align: top; }
+th { background: #f3f3f3; }
+td.l, th.l { text-align: left; }
+.jf { background: #fff3cd; }
+.flip { background: #fde2e2; }
+.badge { display: inline-block; padding: 0 0.4rem; border-radius: 0.3rem; font-size: 0.8rem; }
+.badge.jf { background: #f0ad4e; color: #fff; }
+.badge.flip { background: #d9534f; color: #fff; }
+.note { color: #555; font-size: 0.85rem; }
+"""
+_AGG = ("runs", "D", "I", "E", "C", "all_correct")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "✓" if value else "✗"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1 else f"{value:.1f}"
+    return html.escape(str(value))
+
+
+def _row(cells: list[str], cls: str = "") -> str:
+    attr = f' class="{cls}"' if cls else ""
+    return f"<tr{attr}>" + "".join(cells) + "</tr>"
+
+
+def _aggregates(report: dict[str, Any]) -> str:
+    head = _row(["<th class=l>judge</th><th class=l>set</th>"] + [f"<th>{h}</th>" for h in _AGG])
+    rows = [_row([f"<td class=l><b>new</b> {html.escape(report['fingerprint']['digest'])}</td>",
+                  "<td class=l>all graded runs</td>"] + [f"<td>{_fmt(report['aggregates_after'].get(k))}</td>"
+                                                         for k in _AGG])]
+    for name, info in report["baselines"].items():
+        for label, key in (("before, as recorded", "before_as_recorded"), ("before, valid verdicts only",
+                           "before_valid_only"), ("after, the same runs", "after_same_runs")):
+            values = info["aggregates"][key]
+            rows.append(_row([f"<td class=l>{html.escape(name)}</td>", f"<td class=l>{label}</td>"]
+                             + [f"<td>{_fmt(values.get(k))}</td>" for k in _AGG]))
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _runs(report: dict[str, Any]) -> str:
+    names = list(report["baselines"])
+    head = ["<th class=l>run</th><th class=l>task</th><th>D</th><th>I</th><th>E</th><th>C</th><th>All✓</th>"]
+    for name in names:
+        head.append(f"<th class=l colspan=2>{html.escape(name)}: D / I / C / All✓ (Δ)</th>")
+    rows = [_row(head)]
+    for run in report["runs"]:
+        after = run["after"]
+        cells = [f"<td class=l>{html.escape(run['run_id'])}</td>", f"<td class=l>{_fmt(run['task_id'])}</td>"]
+        cells += [f"<td>{_fmt(after.get(k))}</td>" for k in ("D", "I", "E", "C", "all_correct")]
+        marked = ""
+        for name in names:
+            entry = run["baselines"].get(name)
+            if entry is None:
+                cells.append("<td class=l colspan=2>–</td>")
+                continue
+            before = entry["before"]
+            verdict = " / ".join(_fmt(before.get(k)) for k in ("D", "I", "C", "all_correct"))
+            if entry.get("judge_failure"):
+                marked = "jf"
+                note = ('<span class="badge jf">judge failure, not an agent failure</span> '
+                        f'<span class=note>{html.escape(entry["judge_failure"])}</span>')
+            else:
+                deltas = ", ".join(f"{k} {v:+.1f}" for k, v in entry.get("deltas", {}).items() if v is not None)
+                flips = ", ".join(f"{k}: {_fmt(b)}→{_fmt(a)}" for k, (b, a) in entry.get("flips", {}).items())
+                if flips:
+                    marked = marked or "flip"
+                note = (f'<span class="badge flip">flipped</span> {html.escape(flips)} ' if flips else "") + \
+                    f"<span class=note>{html.escape(deltas)}</span>"
+            cells.append(f"<td class=l>{verdict}</td><td class=l>{note}</td>")
+        rows.append(_row(cells, marked))
+    return f"<table>{''.join(rows)}</table>"
+
+
+def _leaf_flips(report: dict[str, Any]) -> str:
+    rows = []
+    for run in report["runs"]:
+        for name, entry in run["baselines"].items():
+            for flip in entry.get("leaf_flips", []):
+                rows.append(_row([
+                    f"<td class=l>{html.escape(run['run_id'])}</td>", f"<td class=l>{html.escape(name)}</td>",
+                    f"<td class=l>{html.escape(flip['leaf_id'])}</td>",
+                    f"<td class=l>{html.escape(flip['stage'])}</td>",
+                    f"<td class=l>{_fmt(flip['before'])} ({_fmt(flip['score_before'])})</td>",
+                    f"<td class=l>{_fmt(flip['after'])} ({_fmt(flip['score_after'])})</td>",
+                    f"<td class=l>{html.escape(flip['target'][:140])}</td>",
+                ]))
+    if not rows:
+        return "<p class=note>No leaf verdict changed (leaf comparisons need --compare-fingerprint).</p>"
+    head = _row([f"<th class=l>{h}</th>" for h in ("run", "against", "leaf", "stage", "before", "after", "target")])
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def render_changes_html(report: dict[str, Any]) -> str:
+    """The report as a standalone HTML page."""
+    fp = report["fingerprint"]
+    failures = report["judge_failures"]
+    not_graded = "".join(
+        f"<li>{html.escape(item['run_id'])}: {html.escape(str(item['error']))}</li>" for item in report["not_graded"]
+    )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in report["notes"])
+    thresholds = ", ".join(f"{k} = {v:g}" for k, v in report["thresholds"].items())
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>expjudge regrade: what changed</title>
+<style>{_STYLE}</style></head><body>
+<h1>What changed</h1>
+<p>New judge: <b>{html.escape(str(fp.get('judge')))}</b> {html.escape(str(fp.get('model') or ''))},
+rubric {html.escape(str(fp.get('rubric_id')))}@{html.escape(str(fp.get('rubric_version')))},
+fingerprint <code>{html.escape(fp['digest'])}</code>. Generated {html.escape(report['generated_at'])}.</p>
+<p>Thresholds: {html.escape(thresholds)}. Old verdicts flagged as <span class="badge jf">judge failure</span>:
+<b>{failures}</b>.</p>
+<ul class=note>{notes}</ul>
+<h2>Aggregates before and after</h2>{_aggregates(report)}
+<h2>Runs, old and new verdicts side by side</h2>{_runs(report)}
+<h2>Leaf verdicts that flipped</h2>{_leaf_flips(report)}
+<h2>Runs without a new grade</h2><ul>{not_graded or '<li>none</li>'}</ul>
+</body></html>
+"""

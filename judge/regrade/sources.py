@@ -1,0 +1,389 @@
+"""Historic runs as they lie: EXP-Bench output trees, their old verdicts, and native JSONL submissions.
+
+An EXP-Bench tree holds `*_eval_gen.json` (+ `.patch`) agent outputs and the upstream judge's
+`*_eval_judge.json` verdicts. A tree may hold only verdicts (an earlier judging of runs whose
+outputs live in another tree, e.g. `curie_6cacefa` beside `curie_b1f623b`): those verdicts are
+paired with the runs by run id (paper, task, iteration, agent and model, all read from the
+relative path), so every old judging of a run sits next to the new grade.
+
+A native JSONL file holds one `{"task": {...}, "submission": {...}}` object per line; a
+line's run id is its submission's `run_id`, else its `submission_id`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic_core import from_json, to_json
+
+from judge.errors import InputError, SubmissionFormatError, TaskFormatError
+from judge.loaders.expbench import RUN_FILE, ExpBenchRun, describe_run, load_expbench_tasks, submission_from_run
+from judge.loaders.native import parse_submission, parse_task
+from judge.models import Submission, Task, content_hash
+
+JUDGE_SUFFIX = "_eval_judge.json"
+GEN_SUFFIX = "_eval_gen.json"
+# What the upstream judge writes when its monitor's answer did not parse; it then zeroes every
+# score as if the agent had cheated (EXP-Bench weakness 1). Such a verdict is a judge failure.
+PARSE_FAILURE_MARK = "error parsing response"
+_MONITOR_FIELD = "setup_monitor_comprehensive_reason"
+MAX_RUN_KEY = 500
+
+
+@dataclass(frozen=True)
+class OldVerdict:
+    """One upstream EXP-Bench verdict on a run (`*_eval_judge.json`).
+
+    Scores are as recorded (D and I 0-100, C correct or not). `judge_failure` holds the reason
+    when the judge itself failed (its zeros say nothing about the agent); `monitor_flag` holds
+    a monitor finding about the agent (forbidden operations) that did parse.
+    """
+
+    source: str
+    path: Path
+    design: float | None
+    implementation: float | None
+    conclusion: bool | None
+    judge_failure: str | None = None
+    monitor_flag: str | None = None
+
+
+@dataclass
+class RunRef:
+    """A run to regrade: where its submission is and which task it answers (loaded on demand)."""
+
+    run_id: str
+    kind: Literal["expbench", "native"]
+    task_key: str
+    origin: str
+    tree: str | None = None
+    agent: str | None = None
+    paper_id: str | None = None
+    expbench: ExpBenchRun | None = None
+    line: tuple[Path, int] | None = None  # native: file and byte offset of its line
+    old: list[OldVerdict] = field(default_factory=list)
+    # Known from discovery for native runs (the line was parsed anyway): the cache look-up needs no re-read.
+    submission_id: str | None = None
+    submission_hash: str | None = None
+
+    def load_submission(self) -> Submission:
+        """The run's submission, read again from its files.
+
+        Raises:
+            SubmissionFormatError: naming the file (and line) when it no longer parses.
+        """
+        if self.expbench is not None:
+            submission = submission_from_run(self.expbench)
+            return submission.model_copy(update={"run_id": self.run_id})
+        assert self.line is not None  # a native run always has its line
+        path, offset = self.line
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            raw = handle.readline()
+        submission = _native_submission(_json_line(raw, f"{path}@{offset}"), self.origin)
+        return submission.model_copy(update={"run_id": self.run_id})
+
+
+@dataclass
+class Discovery:
+    """Everything found under the given paths."""
+
+    runs: list[RunRef]
+    tasks: TaskTable
+    problems: list[str] = field(default_factory=list)
+    unpaired_verdicts: list[OldVerdict] = field(default_factory=list)
+
+
+class TaskTable:
+    """Ground truth by key: EXP-Bench tasks loaded per paper from a tasks folder, native tasks inline.
+
+    Args:
+        tasks_dir: Folder searched (recursively) for `<paper_id>_complete_final.json`.
+    """
+
+    def __init__(self, tasks_dir: Path | None) -> None:
+        self.tasks_dir = tasks_dir
+        self._tasks: dict[str, Task] = {}
+        self._hashes: dict[str, str] = {}
+        self._papers: dict[str, Path] | None = None
+        self._loaded_papers: set[str] = set()
+
+    def _paper_files(self) -> dict[str, Path]:
+        if self._papers is None:
+            self._papers = {}
+            if self.tasks_dir is not None and self.tasks_dir.is_dir():
+                for path in sorted(self.tasks_dir.rglob("*_complete_final.json")):
+                    self._papers.setdefault(path.name.split("_", 1)[0], path)
+        return self._papers
+
+    def expbench_key(self, paper_id: str, index: int) -> str:
+        """The key of EXP-Bench task `index` of `paper_id`, loading the paper's file on first use.
+
+        Raises:
+            TaskFormatError: when no tasks folder holds the paper, or it has no task `index`.
+        """
+        key = f"{paper_id}:{index}"
+        if key in self._tasks:
+            return key
+        if paper_id not in self._loaded_papers:
+            path = self._paper_files().get(paper_id)
+            if path is None:
+                raise TaskFormatError(
+                    f"no {paper_id}_complete_final.json under the tasks folder (use --tasks-dir)",
+                    field=str(self.tasks_dir),
+                )
+            self._loaded_papers.add(paper_id)
+            for task in load_expbench_tasks(path):
+                self._tasks[task.task_id] = task
+        if key not in self._tasks:
+            raise TaskFormatError(f"paper {paper_id} has no task index {index}", field=str(self.tasks_dir))
+        return key
+
+    def add_native(self, task: Task) -> str:
+        """Register an inline task; identical tasks share one key (their content hash)."""
+        digest = task.content_hash()
+        key = f"native:{digest}"
+        if key not in self._tasks:
+            self._tasks[key] = task
+            self._hashes[key] = digest
+        return key
+
+    def task(self, key: str) -> Task:
+        """The task behind `key`."""
+        return self._tasks[key]
+
+    def task_hash(self, key: str) -> str:
+        """The task's content hash, computed once."""
+        digest = self._hashes.get(key)
+        if digest is None:
+            digest = self._hashes[key] = self._tasks[key].content_hash()
+        return digest
+
+
+def run_key(run_id: str, task_hash: str, fingerprint_digest: str) -> str:
+    """The stable key of one regrade of one run: run id + ground truth + judge fingerprint.
+
+    Unique per tenant in the store, so a restarted regrade never stores a run's grade twice; a new
+    rubric, judge or ground truth is a new key (a regrade that is meant to happen).
+    """
+    key = f"regrade:{fingerprint_digest}:{task_hash[:16]}:{run_id}"
+    if len(key) > MAX_RUN_KEY:  # a very long native run id: keep the key within the column
+        key = f"regrade:{fingerprint_digest}:{task_hash[:16]}:sha256:{content_hash(run_id)}"
+    return key
+
+
+def tree_label(path: Path, root: Path) -> str:
+    """Which output tree a file belongs to: the folder above `evaluation/`, else the first one under `root`."""
+    parts = path.parts
+    if "evaluation" in parts:
+        index = parts.index("evaluation")
+        if index > 0:
+            return parts[index - 1]
+    try:
+        relative = path.relative_to(root).parts
+    except ValueError:
+        relative = ()
+    return relative[0] if len(relative) > 1 else root.name or str(root)
+
+
+def read_old_verdict(path: Path, source: str) -> OldVerdict:
+    """Parse an upstream `*_eval_judge.json`.
+
+    Raises:
+        SubmissionFormatError: naming the file and field when it is not such a verdict.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SubmissionFormatError(f"unreadable judge verdict: {exc}", field=str(path)) from None
+    if not isinstance(data, dict):
+        raise SubmissionFormatError("expected a JSON object", field=str(path))
+    monitor = str(data.get(_MONITOR_FIELD) or "")
+    texts = [str(v) for k, v in data.items() if isinstance(v, str) and ("monitor" in k or "explanation" in k)]
+    failure = None
+    if any(PARSE_FAILURE_MARK in text.lower() for text in [monitor, *texts]):
+        failure = f"upstream monitor output did not parse ({_MONITOR_FIELD}: {monitor[:200]})"
+    flag = monitor[:300] if monitor and failure is None else None
+    return OldVerdict(
+        source=source,
+        path=path,
+        design=_score(data, "design_score", path),
+        implementation=_score(data, "setup_score", path),
+        conclusion=_conclusion(data.get("conclusion_score"), path),
+        judge_failure=failure,
+        monitor_flag=flag,
+    )
+
+
+def _score(data: dict[str, Any], key: str, path: Path) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise SubmissionFormatError("expected a number 0-100", field=f"{path}:{key}")
+    try:
+        return float(value)
+    except ValueError:
+        raise SubmissionFormatError(f"expected a number 0-100, got {value!r}", field=f"{path}:{key}") from None
+
+
+def _conclusion(value: Any, path: Path) -> bool | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() in ("correct", "incorrect"):
+        return value.strip().lower() == "correct"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) > 0  # a failed judging records 0 where "correct"/"incorrect" belongs
+    raise SubmissionFormatError(f"expected 'correct' or 'incorrect', got {value!r}", field=f"{path}:conclusion_score")
+
+
+def _json_line(raw: bytes, where: str) -> Any:
+    try:
+        return from_json(raw)  # pydantic-core's parser: the same result as json.loads, ~2.5x faster
+    except ValueError as exc:
+        raise SubmissionFormatError(f"malformed JSON line: {exc}", field=where) from None
+
+
+def _native_submission(data: Any, where: str) -> Submission:
+    if not isinstance(data, dict) or "submission" not in data:
+        raise SubmissionFormatError('expected {"task": {...}, "submission": {...}}', field=where)
+    return parse_submission(data["submission"], field=f"{where}:submission")
+
+
+def _read_jsonl(path: Path, table: TaskTable) -> list[RunRef]:
+    runs: list[RunRef] = []
+    offset = 0
+    task_keys: dict[bytes, str] = {}  # a task repeated on many lines is validated and hashed once
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            where = f"{path}:{number}"
+            data = _json_line(raw, where)
+            if not isinstance(data, dict) or "task" not in data:
+                raise TaskFormatError('expected {"task": {...}, "submission": {...}}', field=where)
+            raw_task = to_json(data["task"])  # same producer, same key order: a repeated task is a memo hit
+            task_key = task_keys.get(raw_task)
+            if task_key is None:
+                task_key = task_keys[raw_task] = table.add_native(parse_task(data["task"], field=f"{where}:task"))
+            submission = _native_submission(data, where)
+            runs.append(
+                RunRef(
+                    run_id=submission.run_id or submission.submission_id,
+                    kind="native",
+                    task_key=task_key,
+                    origin=where,
+                    agent=submission.agent,
+                    paper_id=table.task(task_key).paper_id,
+                    line=(path, start),
+                    submission_id=submission.submission_id,
+                    submission_hash=submission.content_hash(),
+                )
+            )
+    return runs
+
+
+def _expbench_runs(root: Path, problems: list[str]) -> tuple[list[tuple[str, ExpBenchRun]], list[OldVerdict]]:
+    files = [root] if root.is_file() else sorted(root.rglob(f"*{GEN_SUFFIX}"))
+    runs = [(tree_label(p, root), describe_run(p)) for p in files if RUN_FILE.match(p.name)]
+    judges = [root] if root.is_file() else sorted(root.rglob(f"*{JUDGE_SUFFIX}"))
+    if root.is_file():  # a single run: its verdict lies beside it
+        judges = [r.judge_json for _, r in runs if r.judge_json is not None]
+    verdicts: list[OldVerdict] = []
+    for path in judges:
+        try:
+            verdicts.append(read_old_verdict(path, tree_label(path, root)))
+        except InputError as exc:
+            problems.append(str(exc))
+    return runs, verdicts
+
+
+def _verdict_run_id(verdict: OldVerdict) -> str | None:
+    gen = verdict.path.with_name(verdict.path.name.replace(JUDGE_SUFFIX, GEN_SUFFIX))
+    return describe_run(gen).run_id if RUN_FILE.match(gen.name) else None
+
+
+def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
+    """Every run under `paths` (EXP-Bench trees or files, native JSONL files), with its old verdicts.
+
+    Runs whose task cannot be found are listed in `problems` and left out (the rest go on).
+
+    Raises:
+        InputError: for a path that does not exist or a malformed JSONL line (naming file and line).
+    """
+    table = TaskTable(tasks_dir)
+    problems: list[str] = []
+    found: list[tuple[str, ExpBenchRun]] = []
+    verdicts: list[OldVerdict] = []
+    native: list[RunRef] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError("no such file or folder", field=str(path))
+        if path.is_file() and path.suffix == ".jsonl":
+            native += _read_jsonl(path, table)
+        elif path.is_dir() or RUN_FILE.match(path.name):
+            runs, olds = _expbench_runs(path, problems)
+            found += runs
+            verdicts += olds
+        else:
+            raise InputError(
+                "expected an EXP-Bench output folder, an *_eval_gen.json or a .jsonl file", field=str(path)
+            )
+    # Same run id in two trees (two full outputs of one run): tell them apart by tree.
+    by_id: dict[str, list[tuple[str, ExpBenchRun]]] = {}
+    for label, run in dict(((str(r.gen_json.resolve()), (lbl, r)) for lbl, r in found)).values():
+        by_id.setdefault(run.run_id, []).append((label, run))
+    refs: list[RunRef] = []
+    for bare_id, entries in by_id.items():
+        for label, run in entries:
+            try:
+                task_key = table.expbench_key(run.paper_id, run.task_index)
+            except InputError as exc:
+                problems.append(f"{run.gen_json}: {exc}")
+                continue
+            refs.append(
+                RunRef(
+                    run_id=bare_id if len(entries) == 1 else f"{label}/{bare_id}",
+                    kind="expbench",
+                    task_key=task_key,
+                    origin=str(run.gen_json),
+                    tree=label,
+                    agent=f"{run.agent}/{run.llm}",
+                    paper_id=run.paper_id,
+                    expbench=run,
+                )
+            )
+    unpaired = _pair_verdicts(refs, verdicts)
+    refs += native
+    seen: set[str] = set()
+    for ref in refs:
+        if ref.run_id in seen:
+            raise InputError(f"run id {ref.run_id!r} appears twice (run ids must be unique)", field=ref.origin)
+        seen.add(ref.run_id)
+    refs.sort(key=lambda r: r.run_id)
+    return Discovery(runs=refs, tasks=table, problems=problems, unpaired_verdicts=unpaired)
+
+
+def _pair_verdicts(refs: list[RunRef], verdicts: list[OldVerdict]) -> list[OldVerdict]:
+    """Attach each verdict to its run: the one in its own tree, else every run with its run id."""
+    index: dict[str, list[RunRef]] = {}
+    for ref in refs:
+        assert ref.expbench is not None
+        index.setdefault(ref.expbench.run_id, []).append(ref)
+    unpaired: list[OldVerdict] = []
+    for verdict in dict((str(v.path.resolve()), v) for v in verdicts).values():
+        bare = _verdict_run_id(verdict)
+        candidates = index.get(bare or "", [])
+        same_tree = [r for r in candidates if r.tree == verdict.source]
+        targets = same_tree or candidates
+        if not targets:
+            unpaired.append(verdict)
+        for ref in targets:
+            ref.old.append(verdict)
+    for ref in refs:
+        ref.old.sort(key=lambda v: v.source)
+    return unpaired

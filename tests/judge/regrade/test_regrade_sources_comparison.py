@@ -1,0 +1,92 @@
+"""Finding runs as they lie (EXP-Bench trees, judge-only trees, native JSONL) and comparing verdicts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from judge.errors import InputError, SubmissionFormatError
+from judge.models import JudgeFingerprint
+from judge.regrade.comparison import build_changes
+from judge.regrade.export import LeafVerdict, RunRecord
+from judge.regrade.sources import discover, read_old_verdict, run_key
+from judge.rubric_loader import load_rubric
+from tests.conftest import EXPBENCH_TASKS, SHARED_DATA
+from tests.judge.regrade.conftest import SMALL_TASKS, expbench_task, variations, write_jsonl
+
+HISTORIC = SHARED_DATA / "expbench" / "historic_runs"
+
+
+def test_judge_only_tree_is_paired_with_the_runs_of_another_tree() -> None:
+    found = discover([HISTORIC / "curie_b1f623b", HISTORIC / "curie_6cacefa"], EXPBENCH_TASKS)
+    assert len(found.runs) == 20 and not found.problems and not found.unpaired_verdicts
+    with_old = [r for r in found.runs if r.old]
+    assert len(with_old) == 8
+    for ref in with_old:
+        sources = {v.source: v for v in ref.old}
+        assert set(sources) == {"curie_b1f623b", "curie_6cacefa"}
+        assert sources["curie_6cacefa"].judge_failure and not sources["curie_b1f623b"].judge_failure
+        assert found.tasks.task(ref.task_key).task_id == ref.run_id.split(":iter")[0]
+
+
+def test_a_verdict_that_is_not_one_names_its_file(tmp_path: Path) -> None:
+    bad = tmp_path / "x_eval_judge.json"
+    bad.write_text(json.dumps({"design_score": "lots", "setup_score": 3, "conclusion_score": "correct"}))
+    with pytest.raises(SubmissionFormatError, match="design_score"):
+        read_old_verdict(bad, "tree")
+
+
+def test_native_jsonl_runs_and_bad_lines(tmp_path: Path) -> None:
+    lines = variations(expbench_task(SMALL_TASKS[0]), limit=3)
+    found = discover([write_jsonl(tmp_path / "runs.jsonl", lines)], None)
+    assert [r.run_id for r in found.runs] == sorted(line["submission"]["run_id"] for line in lines)
+    assert len({r.task_key for r in found.runs}) == 1  # one task, hashed once
+    assert found.runs[1].load_submission().submission_id == found.runs[1].run_id
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(lines[0]) + "\n" + '{"task": {"task_id": ""}, "submission": {}}\n')
+    with pytest.raises(InputError, match=r"broken.jsonl:2"):
+        discover([broken], None)
+    with pytest.raises(InputError, match="appears twice"):
+        discover([write_jsonl(tmp_path / "twice.jsonl", lines + lines[:1])], None)
+
+
+def test_a_run_whose_task_is_missing_is_reported_not_dropped_silently(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(HISTORIC / "curie_b1f623b", tree)
+    found = discover([tree], tmp_path / "no-tasks")
+    assert found.runs == [] and len(found.problems) == 20 and "93022_complete_final.json" in found.problems[0]
+
+
+def test_run_keys_change_with_ground_truth_and_fingerprint_only() -> None:
+    assert run_key("r", "a" * 64, "f1") == run_key("r", "a" * 64, "f1")
+    assert len({run_key("r", "a" * 64, "f1"), run_key("r", "b" * 64, "f1"), run_key("r", "a" * 64, "f2")}) == 3
+    assert len(run_key("x" * 2000, "a" * 64, "f1")) <= 512
+
+
+def _record(run_id: str, verdicts: dict[str, str], d: float) -> RunRecord:
+    leaves = {leaf: LeafVerdict("design", v, 1.0 if v == "pass" else 0.0, None, leaf) for leaf, v in verdicts.items()}
+    return RunRecord(run_id=run_id, run_key=run_id, status="graded", grade_id=f"g-{run_id}-{d}", D=d, I=50.0,
+                     C=d > 50, design_correct=d >= 70, implementation_correct=False, all_correct=False,
+                     design_score=d, leaves=leaves)
+
+
+def test_comparison_with_an_earlier_fingerprint_lists_flipped_leaves() -> None:
+    rubric = load_rubric("expbench-v1")
+    fingerprint = JudgeFingerprint(rubric_id=rubric.id, rubric_version=rubric.version, rubric_hash="h",
+                                   judge="embedded", code_version="test")
+    now = [_record("a", {"design_variable.0": "pass", "design_variable.1": "pass"}, 100.0),
+           _record("b", {"design_variable.0": "fail"}, 0.0)]
+    before = {"a": _record("a", {"design_variable.0": "pass", "design_variable.1": "fail"}, 50.0),
+              "b": _record("b", {"design_variable.0": "fail"}, 0.0)}
+    report = build_changes(now, {}, rubric, fingerprint, before, "oldprint")
+    baseline = report["baselines"]["fingerprint:oldprint"]
+    assert baseline["runs"] == 2 and baseline["runs_flipped"] == 1 and baseline["leaf_flips"] == 1
+    run_a = next(r for r in report["runs"] if r["run_id"] == "a")["baselines"]["fingerprint:oldprint"]
+    assert run_a["leaf_flips"][0]["leaf_id"] == "design_variable.1"
+    assert (run_a["leaf_flips"][0]["before"], run_a["leaf_flips"][0]["after"]) == ("fail", "pass")
+    assert run_a["deltas"]["design"] == 50.0 and run_a["flips"]["design_correct"] == [False, True]
+    assert baseline["aggregates"]["before_as_recorded"]["D"] == 25.0
+    assert report["aggregates_after"]["D"] == 50.0
