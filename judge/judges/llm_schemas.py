@@ -23,7 +23,7 @@ from judge.models import Leaf
 
 # Answer labels of the leaf kinds the LLM judge decides.
 BINARY_LABELS: tuple[str, ...] = ("pass", "fail")
-CLAIM_LABELS: tuple[str, ...] = ("correct", "incorrect", "unverifiable")
+CLAIM_LABELS: tuple[str, ...] = ("correct", "incorrect", "unverifiable", "incomplete")
 CLAIM_CHECK = "claim_vs_diff"
 
 # Length limits go into the schema as maxItems/maxLength: llama.cpp's grammar enforces them
@@ -115,7 +115,7 @@ def labels_for(leaf: Leaf) -> tuple[str, ...]:
     """The labels the model may answer for `leaf`.
 
     Binary leaves take pass/fail only (no partial: binary leaves are calibrated against
-    binary human labels); `claim_vs_diff` takes correct/incorrect/unverifiable; ordinal
+    binary human labels); `claim_vs_diff` takes correct/incorrect/unverifiable/incomplete; ordinal
     leaves take their level labels.
     """
     if leaf.check.name == CLAIM_CHECK:

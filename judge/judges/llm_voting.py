@@ -11,8 +11,8 @@ Rules (each one a decision a grade must be able to explain):
   quote that is not in the submission, or without any quote on a requirement or claim
   leaf, becomes `unscored` / "unsupported_evidence"; the model's verdict stays in the
   flags ("model_said:pass"). A fail keeps its verdict; an unverified quote only flags it.
-- `claim_vs_diff`: correct -> pass, incorrect -> fail, unverifiable -> `unscored` with
-  reason_code "not_applicable" and flag "unverifiable" (the claim is not gradable from the
+- `claim_vs_diff`: correct -> pass, incorrect -> fail, unverifiable or incomplete -> `unscored`
+  with reason_code "not_applicable" and flag "unverifiable" / "incomplete" (the claim is not gradable from the
   diff, which is neither a pass nor a fail of the judge).
 - No answer at all: every sample failed -> `unscored` with the call's reason code
   (judge_error / invalid_judge_output); samples answered but left this leaf out ->
@@ -197,9 +197,9 @@ def decide_leaf(samples: LeafSamples, checker: QuoteChecker, *, judge: str = "ll
         return _unscored(
             item,
             "not_applicable",
-            "the model judged the claim unverifiable from the evidence",
+            f"the model judged the claim {winner} (not gradable from the evidence)",
             judge,
-            [*flags, "unverifiable"],
+            [*flags, winner],
             **extra,
         )
     if verdict in ("pass", "partial"):

@@ -45,7 +45,7 @@ CRITERION_TEMPLATE = "{cid}: {criterion}\n  {answers}"
 BINARY_ANSWERS = "verdict: pass = the criterion is met; fail = it is not"
 CLAIM_ANSWERS = (
     "verdict: correct = the evidence shows the claim holds; incorrect = it shows the claim does not hold; "
-    "unverifiable = the evidence cannot show either"
+    "unverifiable = the evidence cannot show either; incomplete = the claim is cut off or unfinished"
 )
 LEVEL_TEMPLATE = "{label} ({score:g}): {anchor}"
 USER_TEMPLATE = "Evidence:\n{evidence}\nLeaves:\n{leaves}"
