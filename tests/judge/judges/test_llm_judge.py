@@ -168,23 +168,29 @@ async def test_deterministic_leaves_go_to_the_fallback_and_order_is_kept() -> No
     assert model.requests[0].targets() == {"L1": "Add a --lr flag"}
 
 
-async def test_claim_vs_diff_maps_correct_incorrect_unverifiable() -> None:
+async def test_claim_vs_diff_maps_correct_incorrect_unverifiable_incomplete() -> None:
     claims = [
         LeafEvidence(
             leaf=make_leaf(f"claim.{i}", check="claim_vs_diff", stage="implementation", target=t),
             snippets=[args_hunk()],
         )
         for i, t in enumerate(
-            ["The diff adds an --lr flag", "The diff removes --epochs", "The diff speeds training up"]
+            ["The diff adds an --lr flag", "The diff removes --epochs", "The diff speeds training up",
+             "The new argument could potentially alter the"]
         )
     ]
     model = ScriptedModel(
-        [answer({"L1": ("correct", [LR_QUOTE]), "L2": ("incorrect", []), "L3": ("unverifiable", [])})]
+        [answer({"L1": ("correct", [LR_QUOTE]), "L2": ("incorrect", []), "L3": ("unverifiable", []),
+                 "L4": ("incomplete", [])})]
     )
     results = (await judge_with(model).judge_leaves(make_context(), claims)).results
-    assert [r.verdict for r in results] == ["pass", "fail", "unscored"]
+    assert [r.verdict for r in results] == ["pass", "fail", "unscored", "unscored"]
     assert results[2].reason_code == "not_applicable" and "unverifiable" in results[2].flags
     assert results[2].votes == {"unverifiable": 1}
+    assert results[3].reason_code == "not_applicable" and "incomplete" in results[3].flags
+    from judge.judges.claim_check import claim_label_of
+
+    assert [claim_label_of(r) for r in results] == ["correct", "incorrect", "unverifiable", "incomplete"]
 
 
 async def test_a_failed_call_leaves_every_leaf_of_it_unscored_never_zero() -> None:
