@@ -57,6 +57,9 @@ def configure_offline_environment() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # Model loading prints a per-weight progress bar on every CLI call; our own bars say what runs.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     if "TIKTOKEN_CACHE_DIR" not in os.environ:
         import importlib.util
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tests never write into the user's ~/.expjudge store.
+os.environ.setdefault("EXPJUDGE_DATABASE_URL", f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='expjudge-tests-')}/store.db")
 
 from judge.settings import configure_offline_environment
 

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from judge.cli.errors import exit_on_input_error
 from judge.cli.main import app
-from judge.models import Grade
+from judge.grading import Grader
+from judge.models import Grade, Submission, Task
 
 _VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored": "magenta"}
 
@@ -75,6 +76,24 @@ def render_grade(grade: Grade, console: Console) -> None:
     )
 
 
+async def _grade_reporting_calibration(grader: Grader, task: Task, submission: Submission,
+                                      database_url: str | None) -> Grade:
+    """Grade, saying whether the judge's fingerprint was calibrated (looked up in the store)."""
+    from judge.cli.calibrate_cmd import with_store
+
+    warning = None
+    try:
+        digest = grader.fingerprint.digest
+        status = await with_store(database_url, lambda store: store.calibrations.status_for(digest, None))
+        grader.calibration_lookup = lambda _fingerprint: status
+    except Exception as exc:  # an unreachable store must not stop a local grade; the grade says so
+        warning = f"calibration status unknown: the store could not be read ({type(exc).__name__}: {exc})"
+    grade = await grader.grade(task, submission)
+    if warning:
+        grade.warnings.append(warning)
+    return grade
+
+
 @app.command("grade")
 def grade_command(
     task: Annotated[
@@ -95,9 +114,10 @@ def grade_command(
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1,
                                                     help="LLM calls in flight (1 for a local server).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full grade as JSON.")] = False,
+    database_url: Annotated[str | None, typer.Option(
+        "--database-url", help="Store whose calibration runs say whether this judge is calibrated.")] = None,
 ) -> None:
     """Grade one submission against one task."""
-    from judge.grading import Grader
     from judge.judges.registry import build_judge
     from judge.loaders.native import load_submission_file, load_task_file
     from judge.rubric_loader import load_rubric
@@ -109,7 +129,8 @@ def grade_command(
         grader_judge = build_judge(judge, samples=samples, api_base=api_base, max_concurrency=concurrency)
         import asyncio
 
-        result = asyncio.run(Grader(loaded_rubric, grader_judge).grade(loaded_task, loaded_submission))
+        grader = Grader(loaded_rubric, grader_judge)
+        result = asyncio.run(_grade_reporting_calibration(grader, loaded_task, loaded_submission, database_url))
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:

@@ -86,3 +86,32 @@ def test_schema_command_prints_and_rejects_unknown() -> None:
     assert result.exit_code == 0 and json.loads(result.stdout)["title"] == "Submission"
     result = runner.invoke(app, ["schema", "nope"])
     assert result.exit_code == 2
+
+
+def test_grade_reports_whether_its_fingerprint_is_calibrated(tmp_path: Path) -> None:
+    import asyncio
+    from datetime import UTC, datetime
+
+    from judge.cli.calibrate_cmd import with_store
+    from judge.grading import fingerprint_for
+    from judge.judges.embedded import EmbeddedJudge
+    from judge.rubric_loader import load_rubric
+    from judge.store.records import CalibrationRecord
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    args = ["--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN), "--json",
+            "--database-url", url]
+    code, out, _ = grade(*args)
+    assert code == 0 and json.loads(out)["calibration"]["calibrated"] is False
+    fingerprint = fingerprint_for(load_rubric("expbench-v1"), EmbeddedJudge())
+    record = CalibrationRecord(calibration_id="c1", fingerprint=fingerprint, label_set="my-labels", n_items=40,
+                               kappa=0.61, kappa_ci=(0.5, 0.7), macro_f1=0.7, macro_f1_ci=(0.6, 0.8),
+                               created_at=datetime.now(UTC))
+    asyncio.run(with_store(url, lambda store: store.calibrations.save(record)))
+    code, out, _ = grade(*args)
+    calibration = json.loads(out)["calibration"]
+    assert code == 0 and calibration["calibrated"] is True
+    assert calibration["label_set"] == "my-labels" and calibration["kappa"] == 0.61
+    # Another rubric is another fingerprint: uncalibrated until measured.
+    code, out, _ = grade(*args, "--rubric", "crscore-claims-v1")
+    assert code == 0 and json.loads(out)["calibration"]["calibrated"] is False
