@@ -12,7 +12,7 @@ import judge
 from api.deps import LOCAL_TENANT, Service
 from api.errors import install_error_handlers
 from api.middleware import BodySizeLimit, HttpMetrics
-from api.routes import grades, grading, jobs, meta
+from api.routes import grades, grading, jobs, meta, process
 from judge.jobs import GradingRuntime, make_dispatcher, runner_id
 from judge.settings import Settings, configure_offline_environment, get_settings
 from judge.store import Store
@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/docs",
     )
     install_error_handlers(app)
-    for module in (grading, grades, jobs, meta):
+    for module in (grading, grades, jobs, meta, process):
         app.include_router(module.router)
     # Added last = outermost: metrics see every request, 413s included.
     app.add_middleware(BodySizeLimit, max_bytes=config.max_body_bytes)

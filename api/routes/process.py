@@ -1,0 +1,40 @@
+"""POST /v1/process: FML-bench process metrics of a trajectory, next to (not inside) a rubric grade."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import TenantDep
+from judge.models import TrajectoryStep
+from judge.process import ProcessMetrics, metrics_from_trajectory
+from judge.process.models import FinalTest
+
+router = APIRouter(prefix="/v1", tags=["process"])
+
+
+class ProcessRequest(BaseModel):
+    """A trajectory in the generic step form (docs/process-metrics.md) and how to score it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[TrajectoryStep] = Field(description="Steps in the order they were taken.")
+    metric_direction: Literal["higher", "lower"] | None = Field(
+        default=None, description="Which way the metric improves; None computes no performance metrics.")
+    baseline_metric: float | None = None
+    baseline_code: dict[str, str] | None = Field(default=None, description="Baseline files, for reach.")
+    test: FinalTest | None = Field(default=None, description="The final test of the best-validation code.")
+    budget: int | None = Field(default=None, ge=1, description="Step budget (completion rate).")
+
+
+@router.post("/process", response_model=ProcessMetrics)
+async def process_metrics(body: ProcessRequest, tenant: TenantDep) -> ProcessMetrics:
+    """Exploration, success, completion and improvement metrics of one trajectory (no LLM call)."""
+    del tenant  # authenticated like every route; nothing is stored
+    return await asyncio.to_thread(
+        metrics_from_trajectory, body.steps, metric_direction=body.metric_direction,
+        baseline_metric=body.baseline_metric, baseline_code=body.baseline_code, test=body.test, budget=body.budget,
+    )
