@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,15 +14,13 @@ from rich.table import Table
 from judge.cli.errors import exit_on_input_error
 from judge.cli.main import app
 from judge.errors import InputError
-from judge.settings import get_settings
+from judge.store import with_store
 
 if TYPE_CHECKING:
     from calibration.agreement_models import AgreementReport, Estimate
     from calibration.calibrate_run import CalibrationOutcome
     from calibration.runner import RunStats
-    from judge.store import Store
 
-T = TypeVar("T")
 FIGURES = (("macro_f1", "macro-F1"), ("cohen_kappa", "Cohen's kappa"), ("krippendorff_alpha", "Krippendorff's alpha"),
            ("accuracy", "accuracy"))
 
@@ -43,18 +40,6 @@ ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Sho
 def console() -> Console:
     """Stdout console; wide when not a terminal, so tables are not folded in logs and captures."""
     return Console(width=None if sys.stdout.isatty() else 150, highlight=False)
-
-
-async def with_store(database_url: str | None, action: Callable[[Store], Awaitable[T]]) -> T:
-    """Open and migrate the store, run `action` on it, close it."""
-    from judge.store import Store
-
-    store = Store(database_url or get_settings().database_url)
-    try:
-        await store.migrate()
-        return await action(store)
-    finally:
-        await store.close()
 
 
 def fmt(est: Estimate | None) -> str:

@@ -79,7 +79,7 @@ def render_grade(grade: Grade, console: Console) -> None:
 async def _grade_reporting_calibration(grader: Grader, task: Task, submission: Submission,
                                       database_url: str | None) -> Grade:
     """Grade, saying whether the judge's fingerprint was calibrated (looked up in the store)."""
-    from judge.cli.calibrate_cmd import with_store
+    from judge.store import with_store
 
     warning = None
     try:

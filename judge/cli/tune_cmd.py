@@ -26,11 +26,11 @@ from judge.cli.calibrate_cmd import (
     check_out_dir,
     console,
     usage_line,
-    with_store,
 )
 from judge.cli.errors import exit_on_input_error
 from judge.cli.main import app
 from judge.errors import InputError, UnknownRubricError
+from judge.store import with_store
 
 if TYPE_CHECKING:
     from calibration.tuning import TuneOutcome, Variant

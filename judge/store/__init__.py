@@ -1,6 +1,6 @@
 """Persistence: grades, jobs, calibration runs, API keys and caches (SQLite or PostgreSQL, via Alembic)."""
 
-from judge.store.database import Store
+from judge.store.database import Store, with_store
 from judge.store.records import (
     ApiKeyRecord,
     CalibrationRecord,
@@ -30,4 +30,5 @@ __all__ = [
     "SavedGrade",
     "Store",
     "StoreResponseCache",
+    "with_store",
 ]

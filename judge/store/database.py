@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -161,3 +161,15 @@ class Store:
             self._sqlite_reader.dispose()
         if self._engine is not None:
             await self._engine.dispose()
+
+
+async def with_store(database_url: str | None, action: Callable[[Store], Awaitable[T]]) -> T:
+    """Open and migrate the store at `database_url` (default: settings.database_url), run `action`, close it."""
+    from judge.settings import get_settings
+
+    store = Store(database_url or get_settings().database_url)
+    try:
+        await store.migrate()
+        return await action(store)
+    finally:
+        await store.close()

@@ -92,10 +92,10 @@ def test_grade_reports_whether_its_fingerprint_is_calibrated(tmp_path: Path) -> 
     import asyncio
     from datetime import UTC, datetime
 
-    from judge.cli.calibrate_cmd import with_store
     from judge.grading import fingerprint_for
     from judge.judges.embedded import EmbeddedJudge
     from judge.rubric_loader import load_rubric
+    from judge.store import with_store
     from judge.store.records import CalibrationRecord
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
