@@ -93,7 +93,10 @@ def _print_summary(result: Any, console: Console) -> None:
 
 @app.command("regrade")
 def regrade_command(
-    paths: Annotated[list[Path], typer.Argument(help="EXP-Bench output folders or files, or native .jsonl files.")],
+    paths: Annotated[list[Path], typer.Argument(
+        help="EXP-Bench output folders or *_eval_gen.json files, native .jsonl files, FML-bench run folders "
+             "(<out>/<agent>/<task>/<run_id>/ with summary.json), or folders holding any of these."
+    )],
     out: Annotated[Path, typer.Option("--out", help="Output folder (grades.jsonl, runs.csv/.parquet, changes.*).")],
     judge: Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")] = "embedded",
     samples: Annotated[int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")] = 1,
@@ -118,7 +121,10 @@ def regrade_command(
     ] = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Store tenant the grades belong to.")] = "local",
 ) -> None:
-    """Regrade historic runs: resumable, exactly once per run, cached where unchanged, with a change report."""
+    """Regrade historic runs: resumable, exactly once per run, cached where unchanged, with a change report.
+
+    FML-bench runs are graded with their process metrics (docs/regrade.md, docs/process-metrics.md).
+    """
     from judge.errors import InputError
     from judge.regrade import RegradeOptions, Regrader
 

@@ -78,7 +78,9 @@ def _snapshot_paths(run_dir: Path) -> dict[int, Path]:
     return paths
 
 
-def _step(raw: Any, index: int, run_dir: Path, snapshots: dict[int, Path], targets: list[str] | None) -> TrajectoryStep:
+def _step(
+    raw: Any, index: int, run_dir: Path, snapshots: dict[int, Path], targets: list[str] | None, read_code: bool
+) -> TrajectoryStep:
     field = f"{run_dir / SUMMARY_FILE}:val_steps[{index}]"
     step = _mapping(raw, field)
     step_id = step.get("step_id", index)
@@ -88,7 +90,7 @@ def _step(raw: Any, index: int, run_dir: Path, snapshots: dict[int, Path], targe
     metadata = _mapping(step.get("metadata"), f"{field}.metadata")
     snapshot_path = snapshots.get(step_id)
     declared = metadata.get("code_snapshot_path")
-    if snapshot_path is None and isinstance(declared, str):
+    if snapshot_path is None and isinstance(declared, str) and read_code:
         candidate = run_dir / SNAPSHOT_FOLDER / Path(declared).name
         snapshot_path = candidate if candidate.is_file() else None
     code = None
@@ -127,13 +129,15 @@ def _final_test(raw: Any, field: str) -> FinalTest | None:
     )
 
 
-def load_fmlbench_run(run_dir: Path, *, baseline_dir: Path | None = None) -> ProcessRun:
+def load_fmlbench_run(run_dir: Path, *, baseline_dir: Path | None = None, read_code: bool = True) -> ProcessRun:
     """Read an FML-bench run directory into a `ProcessRun`.
 
     Args:
         run_dir: The run folder holding summary.json (and step_snapshots/).
         baseline_dir: Folder where task_config.target_files are found at the baseline; default
             `<run_dir>/baseline/`. Without one, reach is not computed and snapshot files are used alone.
+        read_code: False leaves step_snapshots/ unread (steps carry no code): the run-level fields of
+            many runs are then cheap to read (the regrade's discovery does that).
 
     Raises:
         InputError: Missing folder or summary.json, malformed JSON, or a field of the wrong type.
@@ -171,8 +175,8 @@ def load_fmlbench_run(run_dir: Path, *, baseline_dir: Path | None = None) -> Pro
     raw_steps = summary.get("val_steps") or []
     if not isinstance(raw_steps, list):
         raise InputError("expected a list", field=f"{summary_path}:val_steps")
-    snapshots = _snapshot_paths(run_dir)
-    steps = [_step(raw, i, run_dir, snapshots, targets) for i, raw in enumerate(raw_steps)]
+    snapshots = _snapshot_paths(run_dir) if read_code else {}
+    steps = [_step(raw, i, run_dir, snapshots, targets, read_code) for i, raw in enumerate(raw_steps)]
 
     usage = summary.get("token_usage")
     budget = summary.get("total_steps")

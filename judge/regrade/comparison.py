@@ -5,7 +5,8 @@ Old EXP-Bench verdicts carry D (design_score), I (setup_score) and C (conclusion
 correctness of D and I and the All-check are decided at the rubric's thresholds, written into the
 report. A verdict whose monitor output did not parse (all zeros, "Error parsing response") is a
 judge failure: it is shown, flagged, and left out of the "valid" aggregates, never counted as an
-agent failure. An earlier fingerprint's grades are compared leaf by leaf.
+agent failure. An earlier fingerprint's grades are compared leaf by leaf, and process metrics (FML-bench
+runs) metric by metric.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from statistics import fmean
 from typing import Any
 
 from judge.models import JudgeFingerprint, Rubric
-from judge.regrade.export import RunRecord
+from judge.regrade.export import PROCESS_COLUMNS, RunRecord
 from judge.regrade.sources import OldVerdict, RunRef
 
 METRICS = ("D", "I", "E", "C", "all_correct")
@@ -104,6 +105,26 @@ def compare_with_expbench(record: RunRecord, verdict: OldVerdict, rubric: Rubric
     return entry
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def process_changes(after: dict[str, Any] | None, before: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The process metrics whose value changed: before, after and (both numbers) the delta."""
+    if after is None and before is None:
+        return {}
+    after, before = after or {}, before or {}
+    changed: dict[str, dict[str, Any]] = {}
+    for name in PROCESS_COLUMNS:
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        old_number, new_number = _number(old), _number(new)
+        delta = round(new_number - old_number, 6) if old_number is not None and new_number is not None else None
+        changed[name] = {"before": old, "after": new, "delta": delta}
+    return changed
+
+
 def compare_with_grade(record: RunRecord, previous: RunRecord) -> dict[str, Any]:
     """One run against its grade under an earlier fingerprint, leaf by leaf."""
     before, after = new_verdicts(previous), new_verdicts(record)
@@ -123,6 +144,7 @@ def compare_with_grade(record: RunRecord, previous: RunRecord) -> dict[str, Any]
         "leaf_flips": leaf_flips,
         "leaves_only_before": sorted(set(previous.leaves) - set(record.leaves)),
         "leaves_only_after": sorted(set(record.leaves) - set(previous.leaves)),
+        "process_changes": process_changes(record.process, previous.process),
     }
 
 
@@ -169,7 +191,8 @@ def build_changes(
             "grade_id": record.grade_id,
             "after": {"D": record.D, "I": record.I, "E": record.E, "C": record.C, "all_correct": record.all_correct,
                       **{f: getattr(record, f) for f in STAGE_FIELDS},
-                      "leaves_unscored": record.leaves_unscored, "leaves_judge_failed": record.leaves_judge_failed},
+                      "leaves_unscored": record.leaves_unscored, "leaves_judge_failed": record.leaves_judge_failed,
+                      "process": record.process},
             "baselines": compared,
         })
     for name, info in baselines.items():
@@ -181,6 +204,7 @@ def build_changes(
         entries = [run["baselines"][name] for run in runs if name in run["baselines"]]
         info["runs_flipped"] = sum(1 for entry in entries if entry.get("flips"))
         info["leaf_flips"] = sum(len(entry.get("leaf_flips", [])) for entry in entries)
+        info["runs_process_changed"] = sum(1 for entry in entries if entry.get("process_changes"))
     return {
         "generated_at": datetime.now(UTC).isoformat(),
         "fingerprint": {"digest": fingerprint.digest, **fingerprint.model_dump(mode="json")},

@@ -1,5 +1,5 @@
 """What a regrade writes: DIR/grades.jsonl (one full grade per line), DIR/failures.jsonl, and the per-run
-metrics as DIR/runs.csv and DIR/runs.parquet.
+metrics as DIR/runs.csv and DIR/runs.parquet (with the scalar process metrics of runs that have them).
 
 grades.jsonl is rebuilt on every invocation from the store (the durable record), so a regrade
 killed mid-write and started again leaves exactly one line per graded run.
@@ -19,6 +19,14 @@ CSV_FILE = "runs.csv"
 PARQUET_FILE = "runs.parquet"
 _JUDGE_FAILED = ("judge_error", "invalid_judge_output")
 STAGES = ("design", "implementation", "execution", "conclusion", "integrity")
+# Scalar process metrics (FML-bench runs; docs/process-metrics.md) written as `process_<name>` columns.
+PROCESS_COLUMNS = (
+    "exploration_spread", "exploration_uniqueness", "exploration_reach", "effective_dimension", "step_success_rate",
+    "step_completion_rate", "auc_over_steps", "first_improvement_step", "late_gain_fraction", "val_test_gap",
+    "normalized_improvement", "test_metric", "test_status", "steps_run", "total_tokens", "cost_usd",
+    "wall_time_seconds",
+)
+_PROCESS_INTS = {"first_improvement_step", "steps_run", "total_tokens"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,7 @@ class RunRecord:
     cache_hits: int = 0
     error: str | None = None
     leaves: dict[str, LeafVerdict] = field(default_factory=dict, repr=False)
+    process: dict[str, Any] | None = field(default=None, repr=False)  # the scalars of PROCESS_COLUMNS
 
     @classmethod
     def from_grade(cls, grade: dict[str, Any], *, run_id: str, run_key: str, status: str,
@@ -92,6 +101,7 @@ class RunRecord:
             )
             for leaf in raw
         } if keep_leaves else {}
+        process = grade.get("process")
         return cls(
             run_id=run_id, run_key=run_key, status=status, task_id=grade.get("task_id"), paper_id=paper_id,
             agent=grade.get("agent"), grade_id=grade.get("grade_id"), submission_id=grade.get("submission_id"),
@@ -110,14 +120,18 @@ class RunRecord:
             llm_calls=int(usage.get("llm_calls", 0)), prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)), cost_usd=float(usage.get("cost_usd", 0.0)),
             cache_hits=int(usage.get("cache_hits", 0)), leaves=leaves,
+            process={name: process.get(name) for name in PROCESS_COLUMNS} if process else None,
         )
 
     def row(self) -> dict[str, Any]:
-        """The flat CSV / Parquet row (leaves left out)."""
-        return {name: getattr(self, name) for name in _ROW_FIELDS}
+        """The flat CSV / Parquet row (leaves left out; process metrics as `process_<name>`, empty without)."""
+        process = self.process or {}
+        return {name: getattr(self, name) for name in _ROW_FIELDS} | {
+            f"process_{name}": process.get(name) for name in PROCESS_COLUMNS
+        }
 
 
-_ROW_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name != "leaves")
+_ROW_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("leaves", "process"))
 
 
 class OutputWriter:
@@ -161,7 +175,7 @@ def write_tables(records: list[RunRecord], out_dir: Path) -> tuple[Path, Path]:
     import pyarrow.parquet as pq
 
     rows = [r.row() for r in sorted(records, key=lambda r: r.run_id)]
-    columns = list(_ROW_FIELDS)
+    columns = [*_ROW_FIELDS, *(f"process_{name}" for name in PROCESS_COLUMNS)]
     csv_path, parquet_path = out_dir / CSV_FILE, out_dir / PARQUET_FILE
     with csv_path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
@@ -182,6 +196,9 @@ _INTS = {"leaves_total", "leaves_scored", "leaves_unscored", "leaves_judge_faile
 def _arrow_type(name: str) -> Any:
     import pyarrow as pa
 
+    if name.startswith("process_"):
+        metric = name.removeprefix("process_")
+        return pa.string() if metric == "test_status" else pa.int64() if metric in _PROCESS_INTS else pa.float64()
     if name in _FLOATS:
         return pa.float64()
     if name in _BOOLS:

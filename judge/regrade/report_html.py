@@ -19,6 +19,9 @@ td.l, th.l { text-align: left; }
 .note { color: #555; font-size: 0.85rem; }
 """
 _AGG = ("runs", "D", "I", "E", "C", "all_correct")
+# Process metrics shown per run (FML-bench runs), in table order.
+_PROCESS = ("steps_run", "step_success_rate", "step_completion_rate", "exploration_spread", "auc_over_steps",
+            "normalized_improvement", "test_status")
 
 
 def _fmt(value: Any) -> str:
@@ -77,8 +80,11 @@ def _runs(report: dict[str, Any]) -> str:
                 flips = ", ".join(f"{k}: {_fmt(b)}→{_fmt(a)}" for k, (b, a) in entry.get("flips", {}).items())
                 if flips:
                     marked = marked or "flip"
+                process = ", ".join(f"{k} {_fmt(c['before'])}→{_fmt(c['after'])}"
+                                    for k, c in entry.get("process_changes", {}).items())
                 note = (f'<span class="badge flip">flipped</span> {html.escape(flips)} ' if flips else "") + \
-                    f"<span class=note>{html.escape(deltas)}</span>"
+                    f"<span class=note>{html.escape(deltas)}</span>" + \
+                    (f"<br><span class=note>process: {process}</span>" if process else "")
             cells.append(f"<td class=l>{verdict}</td><td class=l>{note}</td>")
         rows.append(_row(cells, marked))
     return f"<table>{''.join(rows)}</table>"
@@ -100,6 +106,16 @@ def _leaf_flips(report: dict[str, Any]) -> str:
     if not rows:
         return "<p class=note>No leaf verdict changed (leaf comparisons need --compare-fingerprint).</p>"
     head = _row([f"<th class=l>{h}</th>" for h in ("run", "against", "leaf", "stage", "before", "after", "target")])
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _process(report: dict[str, Any]) -> str:
+    runs = [run for run in report["runs"] if run["after"].get("process")]
+    if not runs:
+        return "<p class=note>No graded run has process metrics (they come with FML-bench runs).</p>"
+    head = _row(["<th class=l>run</th>"] + [f"<th>{html.escape(name)}</th>" for name in _PROCESS])
+    rows = [_row([f"<td class=l>{html.escape(run['run_id'])}</td>"]
+                 + [f"<td>{_fmt(run['after']['process'].get(name))}</td>" for name in _PROCESS]) for run in runs]
     return f"<table>{head}{''.join(rows)}</table>"
 
 
@@ -125,6 +141,7 @@ fingerprint <code>{html.escape(fp['digest'])}</code>. Generated {html.escape(rep
 <h2>Aggregates before and after</h2>{_aggregates(report)}
 <h2>Runs, old and new verdicts side by side</h2>{_runs(report)}
 <h2>Leaf verdicts that flipped</h2>{_leaf_flips(report)}
+<h2>Process metrics</h2>{_process(report)}
 <h2>Runs without a new grade</h2><ul>{not_graded or '<li>none</li>'}</ul>
 </body></html>
 """

@@ -28,6 +28,7 @@ from judge.judges.registry import EMBEDDED, build_judge
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Usage
 from judge.regrade.costing import Budget, Price, RunEstimate, estimate_run, price_for
 from judge.regrade.export import OutputWriter, RunRecord
+from judge.regrade.fmlbench_source import RunMetrics
 from judge.regrade.limiter import UpstreamLimiter, limited_completion
 from judge.regrade.options import Counters, ProgressSink, RegradeOptions, RegradeResult
 from judge.regrade.outputs import write_estimate, write_outputs
@@ -80,6 +81,7 @@ class Regrader:
         self.task_hashes: dict[str, str] = {}
         self.cached_estimates: list[RunEstimate] = []
         self.warnings: list[str] = []
+        self.run_metrics = RunMetrics()  # process metrics of FML-bench runs, one embedder for the regrade
 
     def _build_judge(self) -> Judge:
         spec, samples = self.options.judge.strip(), self.options.samples
@@ -141,7 +143,10 @@ class Regrader:
             if options.workers == "celery":
                 from judge.regrade.celery_mode import grade_on_celery
 
-                await grade_on_celery(self, misses, discovery)
+                # FML-bench runs are graded here: their process metrics need the run folder, which a
+                # worker on another machine may not see (and they make no LLM call to spread out).
+                await grade_on_celery(self, [r for r in misses if r.fmlbench is None], discovery)
+                await self._grade_local([r for r in misses if r.fmlbench is not None], discovery)
             else:
                 await self._grade_local(misses, discovery)
             result.stopped_by_budget = self.budget.exhausted
@@ -332,11 +337,18 @@ class Regrader:
             reserved = await self.reserve(grader, ref, discovery, price)
             if reserved is None:
                 return
-            task, submission = discovery.tasks.task(ref.task_key), ref.load_submission()
+            task, process = discovery.tasks.task(ref.task_key), None
+            if ref.fmlbench is not None:  # the whole run folder's process metrics (see fmlbench_source)
+                submission, process = await asyncio.to_thread(ref.fmlbench.load_for_grading, ref.run_id,
+                                                              self.run_metrics)
+            else:
+                submission = ref.load_submission()
             try:
                 grade = await grader.grade(task, submission)
             finally:
                 self.budget.settle(reserved, 0.0)
+            if process is not None:
+                grade = grade.model_copy(update={"process": process})
         except InputError as exc:
             self.fail(ref, "input_error", str(exc))
             return

@@ -7,7 +7,8 @@ paired with the runs by run id (paper, task, iteration, agent and model, all rea
 relative path), so every old judging of a run sits next to the new grade.
 
 A native JSONL file holds one `{"task": {...}, "submission": {...}}` object per line; a
-line's run id is its submission's `run_id`, else its `submission_id`.
+line's run id is its submission's `run_id`, else its `submission_id`. FML-bench run folders
+anywhere under a folder are runs too (judge/regrade/fmlbench_source.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from judge.errors import InputError, SubmissionFormatError, TaskFormatError
 from judge.loaders.expbench import RUN_FILE, ExpBenchRun, describe_run, load_expbench_tasks, submission_from_run
 from judge.loaders.native import parse_submission, parse_task
 from judge.models import Submission, Task, content_hash
+from judge.regrade.fmlbench_source import FmlbenchRun, find_run_folders, fmlbench_runs
 
 JUDGE_SUFFIX = "_eval_judge.json"
 GEN_SUFFIX = "_eval_gen.json"
@@ -56,7 +58,7 @@ class RunRef:
     """A run to regrade: where its submission is and which task it answers (loaded on demand)."""
 
     run_id: str
-    kind: Literal["expbench", "native"]
+    kind: Literal["expbench", "native", "fmlbench"]
     task_key: str
     origin: str
     tree: str | None = None
@@ -64,6 +66,7 @@ class RunRef:
     paper_id: str | None = None
     expbench: ExpBenchRun | None = None
     line: tuple[Path, int] | None = None  # native: file and byte offset of its line
+    fmlbench: FmlbenchRun | None = None
     old: list[OldVerdict] = field(default_factory=list)
     # Known from discovery for native runs (the line was parsed anyway): the cache look-up needs no re-read.
     submission_id: str | None = None
@@ -78,6 +81,8 @@ class RunRef:
         if self.expbench is not None:
             submission = submission_from_run(self.expbench)
             return submission.model_copy(update={"run_id": self.run_id})
+        if self.fmlbench is not None:
+            return self.fmlbench.load_submission(self.run_id)
         assert self.line is not None  # a native run always has its line
         path, offset = self.line
         with path.open("rb") as handle:
@@ -308,9 +313,11 @@ def _verdict_run_id(verdict: OldVerdict) -> str | None:
 
 
 def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
-    """Every run under `paths` (EXP-Bench trees or files, native JSONL files), with its old verdicts.
+    """Every run under `paths` (EXP-Bench trees or files, native JSONL files, FML-bench run folders), with
+    its old verdicts.
 
-    Runs whose task cannot be found are listed in `problems` and left out (the rest go on).
+    Runs whose task cannot be found, and FML-bench runs whose summary.json does not read, are listed
+    in `problems` and left out (the rest go on).
 
     Raises:
         InputError: for a path that does not exist or a malformed JSONL line (naming file and line).
@@ -320,18 +327,21 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
     found: list[tuple[str, ExpBenchRun]] = []
     verdicts: list[OldVerdict] = []
     native: list[RunRef] = []
+    fml_folders: list[Path] = []
     for path in paths:
         if not path.exists():
             raise InputError("no such file or folder", field=str(path))
         if path.is_file() and path.suffix == ".jsonl":
             native += _read_jsonl(path, table)
         elif path.is_dir() or RUN_FILE.match(path.name):
+            fml_folders += find_run_folders(path) if path.is_dir() else []
             runs, olds = _expbench_runs(path, problems)
             found += runs
             verdicts += olds
         else:
             raise InputError(
-                "expected an EXP-Bench output folder, an *_eval_gen.json or a .jsonl file", field=str(path)
+                "expected an EXP-Bench output folder, an *_eval_gen.json, an FML-bench run folder (or a folder "
+                "holding some) or a .jsonl file", field=str(path),
             )
     # Same run id in two trees (two full outputs of one run): tell them apart by tree.
     by_id: dict[str, list[tuple[str, ExpBenchRun]]] = {}
@@ -358,7 +368,8 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
                 )
             )
     unpaired = _pair_verdicts(refs, verdicts)
-    refs += native
+    refs += native + [RunRef(run_id=r.run_id, kind="fmlbench", task_key=table.add_native(r.task), origin=r.origin,
+                             agent=r.agent, fmlbench=r) for r in fmlbench_runs(fml_folders, problems)]
     seen: set[str] = set()
     for ref in refs:
         if ref.run_id in seen:
