@@ -281,3 +281,23 @@ async def test_a_run_without_baseline_code_or_steps_is_still_graded(tmp_path: Pa
     assert any("baseline" in note for note in no_baseline["notes"])
     assert (empty["steps_run"], empty["step_success_rate"], empty["step_completion_rate"]) == (0, 0.0, None)
     assert empty["test_status"] == "missing->baseline" and empty["normalized_improvement"] == 0.0
+
+
+async def test_with_celery_workers_fmlbench_runs_are_graded_in_the_regrades_own_process(tmp_path: Path) -> None:
+    # No worker is running and nothing listens at the broker: a run handed to Celery would never come back.
+    import asyncio
+    import sqlite3
+
+    from judge.regrade import RegradeOptions, Regrader
+
+    db = tmp_path / "store.db"
+    options = RegradeOptions(paths=[_tree(tmp_path / "fml_out")], out_dir=tmp_path / "out", workers="celery",
+                             broker_url="redis://127.0.0.1:1/0", database_url=sqlite_url(db))
+    result = await asyncio.wait_for(Regrader(options).run(), timeout=120)
+    assert result.counters.graded == 2 and result.counters.failed == 0
+    connection = sqlite3.connect(db)
+    try:
+        assert connection.execute("SELECT count(*) FROM jobs").fetchone() == (0,)
+    finally:
+        connection.close()
+    assert {g["run_id"]: g["process"]["steps_run"] for g in _grades(tmp_path / "out").values()} == {ID_A: 3, ID_B: 2}
