@@ -17,7 +17,7 @@ from typing import Any
 
 from judge.errors import JudgeCallError, JudgeConfigError
 from judge.judges.base import GradingContext, Judge, JudgeOutcome, LeafEvidence
-from judge.judges.llm_schemas import JudgeAnswerBase, build_answer_model
+from judge.judges.llm_schemas import JudgeAnswerBase, answer_schema, build_answer_model
 from judge.judges.llm_transport import (
     CompletionFn,
     LLMTransport,
@@ -220,7 +220,7 @@ class LLMJudge(Judge):
         key = cache_key(
             model=self.model,
             messages=plan.messages,
-            schema=model.model_json_schema(),
+            schema=answer_schema(model),
             sampling={"temperature": self.temperature, "seed": seed},
             sample_index=index,
         )

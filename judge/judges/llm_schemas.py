@@ -13,6 +13,7 @@ reason before it names a verdict.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal, cast
@@ -103,6 +104,16 @@ class JudgeAnswerBase(BaseModel):
             seen[item.leaf_id] = item.verdict
         return self
 
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        """The schema as pydantic makes it; with default arguments, generated once per class and copied.
+
+        instructor asks for the schema on every request (several ms for these nested models).
+        """
+        if args or kwargs:
+            return super().model_json_schema(*args, **kwargs)
+        return copy.deepcopy(_default_schema(cls))
+
     def by_leaf(self) -> dict[str, LeafVerdictBase]:
         """The first verdict given for each leaf alias."""
         out: dict[str, LeafVerdictBase] = {}
@@ -169,6 +180,14 @@ def build_answer_model(leaf_labels: dict[str, tuple[str, ...]]) -> type[JudgeAns
     """
     if not leaf_labels:
         raise ValueError("an answer schema needs at least one leaf")
+    return _answer_model(tuple((alias, tuple(values)) for alias, values in leaf_labels.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _answer_model(leaf_labels_items: tuple[tuple[str, tuple[str, ...]], ...]) -> type[JudgeAnswerBase]:
+    # Building a model class and its schema costs milliseconds; calls with the same aliases and
+    # labels (most calls: L1..Ln with a rubric's few label sets) share one class.
+    leaf_labels = dict(leaf_labels_items)
     labels: list[str] = []
     for values in leaf_labels.values():
         labels.extend(v for v in values if v not in labels)
@@ -186,3 +205,13 @@ def build_answer_model(leaf_labels: dict[str, tuple[str, ...]]) -> type[JudgeAns
     )
     answer.allowed_labels = dict(leaf_labels)
     return answer
+
+
+@functools.lru_cache(maxsize=4096)
+def _default_schema(model: type[JudgeAnswerBase]) -> dict[str, Any]:
+    return super(JudgeAnswerBase, model).model_json_schema()
+
+
+def answer_schema(model: type[JudgeAnswerBase]) -> dict[str, Any]:
+    """The JSON schema of an answer model, computed once per class (shared: treat it as read-only)."""
+    return _default_schema(model)

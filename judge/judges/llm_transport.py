@@ -109,14 +109,23 @@ class UsageMeter:
         )
 
 
+_UNPRICED_MODELS: set[str] = set()
+
+
 def response_cost(response: Any, model: str) -> float:
-    """Cost in USD from litellm's local price map; 0 for models it does not price (local servers)."""
+    """Cost in USD from litellm's local price map; 0 for models it does not price (local servers).
+
+    A model litellm could not price once is not looked up again (a failed look-up costs ~2 ms).
+    """
+    if model in _UNPRICED_MODELS:
+        return 0.0
     import litellm
 
     litellm.suppress_debug_info = True  # else an unpriced model prints litellm's provider banner
     try:
         return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
     except Exception:  # litellm raises for unmapped models; unknown price is recorded as 0
+        _UNPRICED_MODELS.add(model)
         return 0.0
 
 

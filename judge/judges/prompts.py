@@ -142,6 +142,32 @@ def _snippet_key(snippet: AlignedSnippet) -> tuple[str, str, str]:
     return (snippet.source, snippet.location or "", snippet.text)
 
 
+@dataclass
+class _ItemCost:
+    criterion_key: str
+    criterion_tokens: int
+    block_tokens: dict[tuple[str, str, str], int]
+    line_tokens: int
+
+
+@dataclass
+class _Tally:
+    """Estimated tokens of a growing call; a criterion or evidence block several leaves share counts once."""
+
+    tokens: int = 0
+    criteria: set[str] = field(default_factory=set)
+    blocks: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def added_by(self, cost: _ItemCost) -> int:
+        extra = cost.line_tokens + (0 if cost.criterion_key in self.criteria else cost.criterion_tokens)
+        return extra + sum(n for key, n in cost.block_tokens.items() if key not in self.blocks)
+
+    def add(self, cost: _ItemCost) -> None:
+        self.tokens += self.added_by(cost)
+        self.criteria.add(cost.criterion_key)
+        self.blocks.update(cost.block_tokens)
+
+
 class PromptBuilder:
     """Renders leaves into call plans within a token budget.
 
@@ -157,6 +183,7 @@ class PromptBuilder:
         self._budget = token_budget
         self._counts: dict[str, int] = {}
         self._fenced: dict[tuple[str, str, str, str], str] = {}
+        self._costs: dict[int, tuple[LeafEvidence, _ItemCost]] = {}
 
     def _count(self, text: str) -> int:
         if text not in self._counts:
@@ -175,27 +202,30 @@ class PromptBuilder:
         plans: list[CallPlan] = []
         cut: set[str] = set()
         batch: list[LeafEvidence] = []
+        tally = _Tally(self._base_tokens())
         for item in (item for group in stages.values() for item in group):
             fitted = self._fit_alone(item)
             if fitted is not item:
                 cut.add(item.leaf.id)
-            if batch and self._estimate([*batch, fitted]) > self._budget:
-                plans.append(self._render(batch, cut))
-                batch = []
+            cost = self._item_cost(fitted)
+            if batch and tally.tokens + tally.added_by(cost) > self._budget:
+                plans.append(self._render(batch, cut, tally.tokens))
+                batch, tally = [], _Tally(self._base_tokens())
+            tally.add(cost)
             batch.append(fitted)
         if batch:
-            plans.append(self._render(batch, cut))
+            plans.append(self._render(batch, cut, tally.tokens))
         return plans
 
     def _fit_alone(self, item: LeafEvidence) -> LeafEvidence:
         """`item` with its weakest snippets dropped (then its last one cut) if alone it exceeds the budget."""
-        if self._estimate([item]) <= self._budget:
+        if self._alone(item) <= self._budget:
             return item
         snippets = list(item.snippets)
-        while len(snippets) > 1 and self._estimate([item.model_copy(update={"snippets": snippets})]) > self._budget:
+        while len(snippets) > 1 and self._alone(item.model_copy(update={"snippets": snippets})) > self._budget:
             snippets.pop()
         trimmed = item.model_copy(update={"snippets": snippets})
-        if snippets and self._estimate([trimmed]) > self._budget:
+        if snippets and self._alone(trimmed) > self._budget:
             lines = snippets[0].text.splitlines()
             keep = len(lines)
             while keep > 1:
@@ -203,15 +233,31 @@ class PromptBuilder:
                 cut_text = "\n".join(lines[:keep]) + "\n" + CUT_MARK.format(lines=len(lines) - keep)
                 cut = snippets[0].model_copy(update={"text": cut_text, "meta": {**snippets[0].meta, "cut": True}})
                 trimmed = item.model_copy(update={"snippets": [cut]})
-                if self._estimate([trimmed]) <= self._budget:
+                if self._alone(trimmed) <= self._budget:
                     break
         return trimmed
 
-    def _estimate(self, batch: Sequence[LeafEvidence]) -> int:
-        system, blocks, lines = self._parts(batch)
-        total = self._count(system) + 2 * MESSAGE_OVERHEAD_TOKENS + self._count("Evidence:\nLeaves:\n")
-        total += sum(self._count(b) for b in blocks) + sum(self._count(line) for line in lines)
-        return total
+    def _base_tokens(self) -> int:
+        """Tokens of a call before any leaf: the rules, the message overheads and the section titles."""
+        system = SYSTEM_TEMPLATE.format(stage="submission", fence_rule=FENCE_RULE, tool=TOOL_NAME, criteria="")
+        return self._count(system) + 2 * MESSAGE_OVERHEAD_TOKENS + self._count("Evidence:\nLeaves:\n")
+
+    def _item_cost(self, item: LeafEvidence) -> _ItemCost:
+        """What one leaf adds to a call, its ids rendered as placeholders (a token either way)."""
+        known = self._costs.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        leaf = item.leaf
+        blocks = {_snippet_key(s): self._count(self._fence(s, "E0")) for s in item.snippets}
+        line = LEAF_TEMPLATE.format(alias="L0", cid="C0", target=json.dumps(_one_line(leaf.target), ensure_ascii=False),
+                                    meta="", refs=", ".join("E0" for _ in blocks) or "none",
+                                    facts=_render_facts(item.facts))
+        cost = _ItemCost(_criterion_key(leaf), self._count(_criterion_block("C0", leaf)), blocks, self._count(line))
+        self._costs[id(item)] = (item, cost)  # the item is kept, so its id is not reused
+        return cost
+
+    def _alone(self, item: LeafEvidence) -> int:
+        return self._base_tokens() + _Tally().added_by(self._item_cost(item))
 
     def _parts(self, batch: Sequence[LeafEvidence]) -> tuple[str, list[str], list[str]]:
         criteria: dict[str, str] = {}
@@ -257,7 +303,7 @@ class PromptBuilder:
             self._fenced[key] = fence(snippet.text, label=f"{block_id} {snippet.source}", meta=_fence_meta(snippet))
         return self._fenced[key]
 
-    def _render(self, batch: list[LeafEvidence], cut: set[str]) -> CallPlan:
+    def _render(self, batch: list[LeafEvidence], cut: set[str], estimated_tokens: int) -> CallPlan:
         system, blocks, lines = self._parts(batch)
         user = USER_TEMPLATE.format(evidence="\n".join(blocks) if blocks else NO_EVIDENCE, leaves="\n".join(lines))
         aliases = {f"L{i}": item.leaf.id for i, item in enumerate(batch, start=1)}
@@ -278,6 +324,6 @@ class PromptBuilder:
             aliases=aliases,
             labels=labels,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            estimated_tokens=self._estimate(batch),
+            estimated_tokens=estimated_tokens,
             leaf_flags=flags,
         )
