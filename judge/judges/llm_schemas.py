@@ -105,7 +105,7 @@ class JudgeAnswerBase(BaseModel):
         return self
 
     @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The schema as pydantic makes it; with default arguments, generated once per class and copied.
 
         instructor asks for the schema on every request (several ms for these nested models).
