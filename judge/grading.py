@@ -78,20 +78,15 @@ def _gate_result(leaf: Leaf, reason: str, reason_code: str = "gate", verdict: st
 
 
 def _process_metrics(task: Task, submission: Submission) -> dict[str, Any]:
-    """FML-bench process metrics of a submission's trajectory (direction and baseline from metadata)."""
-    from judge.process import metrics_from_trajectory
+    """FML-bench process metrics of the submission's trajectory, with the process inputs of the task and
+    the submission (`process_inputs`, legacy metadata keys), as `expjudge process` computes them.
 
-    meta = {**task.metadata, **submission.metadata}
-    direction = meta.get("metric_direction")
-    baseline = meta.get("baseline_metric")
-    budget = meta.get("step_budget")
-    metrics = metrics_from_trajectory(
-        submission.trajectory or [],
-        metric_direction=direction if direction in {"higher", "lower"} else None,
-        baseline_metric=float(baseline) if baseline is not None else None,
-        budget=int(budget) if budget is not None else None,
-    )
-    return metrics.model_dump(mode="json")
+    Raises:
+        InputError: A process input of the wrong type, or a step's code that cannot be built.
+    """
+    from judge.process.submission_metrics import submission_process_metrics  # heavy: numpy, the embedder
+
+    return submission_process_metrics(task, submission).model_dump(mode="json")
 
 
 @dataclass
@@ -176,7 +171,9 @@ class Grader:
         stages = stage_scores(self.rubric, results)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         calibration = self.calibration_lookup(self.fingerprint) if self.calibration_lookup else None
-        process = await asyncio.to_thread(_process_metrics, task, submission) if submission.trajectory else None
+        # An empty trajectory is a run of 0 steps (it still has a final test, a budget ...); None is no run.
+        process = (await asyncio.to_thread(_process_metrics, task, submission)
+                   if submission.trajectory is not None else None)
         if not usage.llm_calls:
             usage.latency_seconds = round(time.perf_counter() - started, 4)
         return Grade(

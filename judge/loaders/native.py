@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from judge.errors import InputError, SubmissionFormatError, TaskFormatError
 from judge.loaders.expbench import RUN_FILE, describe_run, load_expbench_tasks, submission_from_run
 from judge.models import Submission, Task
+from judge.models.process_inputs import legacy_process_inputs
 
 
 def _first_error(exc: ValidationError, prefix: str) -> tuple[str, str]:
@@ -24,10 +25,13 @@ def parse_task(data: Any, *, field: str = "task") -> Task:
     if not isinstance(data, dict):
         raise TaskFormatError("a task must be a JSON object", field=field)
     try:
-        return Task.model_validate(data)
+        task = Task.model_validate(data)
     except ValidationError as exc:
         msg, where = _first_error(exc, field)
         raise TaskFormatError(msg, field=where) from None
+    # Process-metric keys older clients put in metadata: a wrong type is named now, not met at grading.
+    legacy_process_inputs(task.metadata, field=field, error=TaskFormatError)
+    return task
 
 
 def parse_submission(data: Any, *, field: str = "submission") -> Submission:
@@ -35,10 +39,12 @@ def parse_submission(data: Any, *, field: str = "submission") -> Submission:
     if not isinstance(data, dict):
         raise SubmissionFormatError("a submission must be a JSON object", field=field)
     try:
-        return Submission.model_validate(data)
+        submission = Submission.model_validate(data)
     except ValidationError as exc:
         msg, where = _first_error(exc, field)
         raise SubmissionFormatError(msg, field=where) from None
+    legacy_process_inputs(submission.metadata, field=field, error=SubmissionFormatError)
+    return submission
 
 
 def _read_json(path: Path, error: type[InputError]) -> Any:

@@ -13,6 +13,7 @@ from judge.models.grade import (
     Verdict,
 )
 from judge.models.hashing import canonical_json, content_hash
+from judge.models.process_inputs import LEGACY_METADATA_KEYS, FinalTest, ImprovementRange, ProcessInputs
 from judge.models.rubric import (
     STAGES,
     CheckSpec,
@@ -30,6 +31,7 @@ from judge.models.submission import Execution, Submission, TrajectoryStep
 from judge.models.task import VARIABLE_ROLES, DesignVariable, Task, VariableRole
 
 __all__ = [
+    "LEGACY_METADATA_KEYS",
     "STAGES",
     "VARIABLE_ROLES",
     "CalibrationStatus",
@@ -39,14 +41,17 @@ __all__ = [
     "EvidenceSource",
     "Execution",
     "ExpBenchMetrics",
+    "FinalTest",
     "Gate",
     "Grade",
+    "ImprovementRange",
     "JudgeFingerprint",
     "Leaf",
     "LeafResult",
     "LeafTemplate",
     "Level",
     "MetricThresholds",
+    "ProcessInputs",
     "ReasonCode",
     "Rubric",
     "Stage",

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge.models.hashing import content_hash
+from judge.models.process_inputs import ProcessInputs, hashed_process_inputs
 
 
 class Execution(BaseModel):
@@ -57,10 +58,14 @@ class Submission(BaseModel):
     conclusion: str | None = None
     agent_log: str | None = None
     trajectory: list[TrajectoryStep] | None = None
+    process_inputs: ProcessInputs | None = Field(
+        default=None, description="The run's own process-metric inputs (final test, totals); override the task's."
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def content_hash(self) -> str:
-        """Hash of the graded content (ids and metadata excluded, so a resubmission hits the cache)."""
-        return content_hash(
-            self.model_dump(mode="json", exclude={"submission_id", "run_id", "metadata", "agent"})
-        )
+        """Hash of the graded content (ids and metadata excluded, so a resubmission hits the cache; the
+        process-metric keys of metadata are graded content)."""
+        not_content = {"submission_id", "run_id", "metadata", "agent", "process_inputs"}
+        graded = self.model_dump(mode="json", exclude=not_content)
+        return content_hash({**graded, **hashed_process_inputs(self.process_inputs, self.metadata)})

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge.models.hashing import content_hash
+from judge.models.process_inputs import ProcessInputs, hashed_process_inputs
 
 VariableRole = Literal["constant", "independent", "dependent"]
 VARIABLE_ROLES: tuple[VariableRole, ...] = ("constant", "independent", "dependent")
@@ -53,8 +54,12 @@ class Task(BaseModel):
         default_factory=list, description="Files or metric names a successful run must produce."
     )
     source_files: list[str] = Field(default_factory=list)
+    process_inputs: ProcessInputs | None = Field(
+        default=None, description="Inputs of the process metrics (baseline, range, budget, ...); see docs."
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def content_hash(self) -> str:
-        """Hash of everything that can change a grade (metadata excluded)."""
-        return content_hash(self.model_dump(mode="json", exclude={"metadata"}))
+        """Hash of everything that can change a grade (metadata excluded, but for its process-metric keys)."""
+        graded = self.model_dump(mode="json", exclude={"metadata", "process_inputs"})
+        return content_hash({**graded, **hashed_process_inputs(self.process_inputs, self.metadata)})

@@ -14,6 +14,7 @@ from judge.process.models import (
     ProcessOptions,
     ProcessRun,
 )
+from judge.process.submission_metrics import submission_process_metrics
 from judge.process.trajectory_ingest import load_trajectory_run, read_trajectory_jsonl
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "load_trajectory_run",
     "metrics_from_trajectory",
     "read_trajectory_jsonl",
+    "submission_process_metrics",
 ]

@@ -6,14 +6,17 @@ submission's trajectory) turns into; `compute_process_metrics` turns it into `Pr
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+# The run-level inputs are part of the wire form (a task's or submission's `process_inputs`), so they
+# live with the domain models; re-exported here, where the process code has always found them.
+from judge.models.process_inputs import FinalTest as FinalTest
+from judge.models.process_inputs import ImprovementRange as ImprovementRange
+from judge.models.process_inputs import MetricDirection as MetricDirection
 from judge.models.submission import TrajectoryStep
 
-MetricDirection = Literal["higher", "lower"]
 RunFormat = Literal["fmlbench", "trajectory-jsonl", "trajectory"]
 Pooling = Literal["mean", "sum"]
 Chunking = Literal["lines", "fixed"]
@@ -34,42 +37,6 @@ PROCESS_METRIC_NAMES: tuple[str, ...] = (
     "wall_time_seconds",
 )
 PERFORMANCE_METRIC = "normalized_improvement"
-
-
-class FinalTest(BaseModel):
-    """The final test of the best-validation code, as the harness reported it.
-
-    `metric` is kept as the raw value (any JSON scalar) so that an unreadable value can be told
-    apart from a missing one; `compute_process_metrics` decides whether it earns credit.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    success: bool | None = None
-    metric: float | str | None = None
-    error: str | None = None
-    constraint_violated: bool = False
-
-
-class ImprovementRange(BaseModel):
-    """The per-task range that normalises an improvement: |best - worst|.
-
-    `worst="baseline"` means the baseline metric itself (FML-bench uses it for unbounded
-    lower-is-better metrics such as MAE). `source` records where the range came from.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    best: float
-    worst: float | Literal["baseline"]
-    source: str = "option"
-
-    @field_validator("best")
-    @classmethod
-    def _finite_best(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("best must be a finite number")
-        return value
 
 
 class ProcessRun(BaseModel):

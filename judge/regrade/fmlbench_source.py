@@ -7,18 +7,21 @@ that kept no code); a folder given as a PATH also when its `summary.json` does n
 Each run becomes a task and a submission the ordinary `Grader` grades:
 
 - The **task** is the run's own: FML-bench records the baseline metric per run. It has no design,
-  requirement or expected-outcome ground truth (those leaves come out `unscored`, `no_ground_truth`);
-  its metadata carries metric direction, baseline metric and step budget. Its question states them
-  and ends with a digest of every input of the process metrics the trajectory does not carry (the
-  summary's fields, the baseline code, the code embedding), so a changed run folder or embedding
-  model is a new task hash, hence a new run key, and two runs never share a cached grade by mistake.
+  requirement or expected-outcome ground truth (those leaves come out `unscored`, `no_ground_truth`).
+  Its `process_inputs` carry every run-level input of the process metrics: metric name and
+  direction, baseline metric and code, improvement range (FML-bench's table), step budget
+  (`total_steps`), the final test, the best validation metric and the run's tokens, cost and wall
+  time; its metadata repeats direction, baseline metric and step budget for readers. Its question
+  states them and ends with a digest of those inputs and of the code embedding, so a changed run
+  folder or embedding model is a new task hash, hence a new run key, and two runs never share a
+  cached grade by mistake. They sit with the task, not the submission, so that the submission's
+  hash is that of what the agent did (its trajectory and final code).
 - The **submission** holds the trajectory (each step's code filled in from the baseline, FML-bench's
   rule) and, when the baseline code is there, the diff of the best-validation step's code (the code
   FML-bench tests) against it. FML-bench writes no design, conclusion or agent log.
 
-The grade's `process` is replaced with the metrics of the whole run folder, as `expjudge process
-RUN_DIR` computes them: the trajectory alone has no final test, no baseline code for reach and no
-FML-bench improvement range, so the grader's own figures from it would be incomplete.
+The grader computes the grade's `process` from them, figure for figure what `expjudge process
+RUN_DIR` computes from the folder (only the ingest notes differ): one path for every grade.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,17 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import InputError
-from judge.models import Submission, Task, TrajectoryStep, content_hash
+from judge.models import ProcessInputs, Submission, Task, TrajectoryStep, content_hash
 from judge.process.code_chunks import SCHEME_IDS
-from judge.process.code_embeddings import CodeEmbedder, EmbeddingConfig, model_fingerprint, resolve_model_path
+from judge.process.code_embeddings import EmbeddingConfig, model_fingerprint, resolve_model_path
 from judge.process.fmlbench_ingest import SNAPSHOT_FOLDER, SUMMARY_FILE, load_fmlbench_run
-from judge.process.metrics import compute_process_metrics
 from judge.process.models import ProcessRun
 from judge.process.outcome import step_val_metric
 from judge.process.step_code import step_files
 
 RUN_ID_PREFIX = "fmlbench:"
-# The embedding every regrade computes exploration metrics with (the defaults of `expjudge process`).
+# The embedding the grader computes exploration metrics with (its default, as `expjudge process`'s);
+# its identity is in every task's digest.
 EMBEDDING = EmbeddingConfig()
 
 
@@ -70,30 +72,22 @@ class FmlbenchRun:
         """
         return submission_of(load_fmlbench_run(self.run_dir), run_id, self.task.task_id, self.agent)
 
-    def load_for_grading(self, run_id: str, metrics: RunMetrics) -> tuple[Submission, dict[str, Any]]:
-        """The submission and the whole run's process metrics (JSON), from one read of the folder."""
-        run = load_fmlbench_run(self.run_dir)
-        process = metrics.compute(run)  # first, so the grader's own embedding of the steps hits the cache
-        return submission_of(run, run_id, self.task.task_id, self.agent), process
+    def load_for_grading(
+        self, run_id: str, metrics: RunMetrics | None = None
+    ) -> tuple[Submission, dict[str, Any] | None]:
+        """The run's submission, and no process metrics of its own: the grader computes them now.
+
+        Kept with this signature for the regrade runner's call (its process stays the grader's).
+        """
+        del metrics
+        return self.load_submission(run_id), None
 
 
 class RunMetrics:
-    """Process metrics of whole runs with one embedder, so a regrade loads the model at most once.
+    """Placeholder the regrade runner still constructs; the grader computes process metrics now.
 
-    Calls are serialised: the embedder's per-call counters (reported in each result) are not
-    thread-safe, and two threads would both load the model on a cold start.
+    The runner may drop it and `load_for_grading` for `RunRef.load_submission` (one code path).
     """
-
-    def __init__(self) -> None:
-        self._embedder: CodeEmbedder | None = None
-        self._lock = threading.Lock()
-
-    def compute(self, run: ProcessRun) -> dict[str, Any]:
-        """`compute_process_metrics` of the run, as JSON."""
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = CodeEmbedder(EMBEDDING)
-            return compute_process_metrics(run, embedder=self._embedder).model_dump(mode="json")
 
 
 def is_run_folder(folder: Path, *, given: bool = False) -> bool:
@@ -156,7 +150,15 @@ def task_of(run: ProcessRun, embedding: Mapping[str, str]) -> Task:
         "metric_direction": run.metric_direction, "baseline_metric": run.baseline_metric,
         "step_budget": run.budget, "process_inputs_sha256": digest,
     }
-    return Task(task_id=f"{RUN_ID_PREFIX}{name}", question=question, metadata=metadata)
+    process_inputs = ProcessInputs(
+        metric_name=run.metric_name, metric_direction=run.metric_direction, baseline_metric=run.baseline_metric,
+        baseline_test_metric=run.baseline_test_metric, baseline_code=run.baseline_code,
+        improvement_range=run.improvement_range, step_budget=run.budget, final_test=run.test,
+        best_val_metric=run.best_val_metric, total_tokens=run.total_tokens, cost_usd=run.cost_usd,
+        wall_time_seconds=run.wall_time_seconds,
+    )
+    return Task(task_id=f"{RUN_ID_PREFIX}{name}", question=question, process_inputs=process_inputs,
+                metadata=metadata)
 
 
 def _lines(text: str) -> list[str]:
