@@ -48,9 +48,14 @@ class Embedder:
     """Normalised embeddings with an in-memory cache keyed by text hash.
 
     The model loads on first use, so building an Embedder costs nothing. Thread-safe.
+
+    Batches are small on purpose: a grade embeds a few dozen texts of very different lengths
+    (requirements, hunks, sentences), and a batch is padded to its longest text. On the texts of
+    the 461-task bench, batches of 64 padded 53% of the tokens; batches of 8 (sentence-transformers
+    sorts by length first) encoded 1.45x faster with the same vectors (max difference 2e-7).
     """
 
-    def __init__(self, model_path: Path | None = None, *, cache_size: int = 200_000, batch_size: int = 64) -> None:
+    def __init__(self, model_path: Path | None = None, *, cache_size: int = 200_000, batch_size: int = 8) -> None:
         self._model_path = model_path
         self._model: SentenceTransformer | None = None
         self._cache: OrderedDict[str, Vectors] = OrderedDict()

@@ -72,23 +72,6 @@ class FmlbenchRun:
         """
         return submission_of(load_fmlbench_run(self.run_dir), run_id, self.task.task_id, self.agent)
 
-    def load_for_grading(
-        self, run_id: str, metrics: RunMetrics | None = None
-    ) -> tuple[Submission, dict[str, Any] | None]:
-        """The run's submission, and no process metrics of its own: the grader computes them now.
-
-        Kept with this signature for the regrade runner's call (its process stays the grader's).
-        """
-        del metrics
-        return self.load_submission(run_id), None
-
-
-class RunMetrics:
-    """Placeholder the regrade runner still constructs; the grader computes process metrics now.
-
-    The runner may drop it and `load_for_grading` for `RunRef.load_submission` (one code path).
-    """
-
 
 def is_run_folder(folder: Path, *, given: bool = False) -> bool:
     """True when `folder` looks like an FML-bench run (see the module docstring).

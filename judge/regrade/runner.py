@@ -28,7 +28,6 @@ from judge.judges.registry import EMBEDDED, build_judge
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Usage
 from judge.regrade.costing import Budget, Price, RunEstimate, estimate_run, price_for
 from judge.regrade.export import OutputWriter, RunRecord
-from judge.regrade.fmlbench_source import RunMetrics
 from judge.regrade.limiter import UpstreamLimiter, limited_completion
 from judge.regrade.options import Counters, ProgressSink, RegradeOptions, RegradeResult
 from judge.regrade.outputs import write_estimate, write_outputs
@@ -81,7 +80,6 @@ class Regrader:
         self.task_hashes: dict[str, str] = {}
         self.cached_estimates: list[RunEstimate] = []
         self.warnings: list[str] = []
-        self.run_metrics = RunMetrics()  # process metrics of FML-bench runs, one embedder for the regrade
 
     def _build_judge(self) -> Judge:
         spec, samples = self.options.judge.strip(), self.options.samples
@@ -143,8 +141,8 @@ class Regrader:
             if options.workers == "celery":
                 from judge.regrade.celery_mode import grade_on_celery
 
-                # FML-bench runs are graded here: their process metrics need the run folder, which a
-                # worker on another machine may not see (and they make no LLM call to spread out).
+                # FML-bench runs are graded here: their submissions are read from the run folder, which
+                # a worker on another machine may not see (and they make no LLM call to spread out).
                 await grade_on_celery(self, [r for r in misses if r.fmlbench is None], discovery)
                 await self._grade_local([r for r in misses if r.fmlbench is not None], discovery)
             else:
@@ -337,18 +335,13 @@ class Regrader:
             reserved = await self.reserve(grader, ref, discovery, price)
             if reserved is None:
                 return
-            task, process = discovery.tasks.task(ref.task_key), None
-            if ref.fmlbench is not None:  # the whole run folder's process metrics (see fmlbench_source)
-                submission, process = await asyncio.to_thread(ref.fmlbench.load_for_grading, ref.run_id,
-                                                              self.run_metrics)
-            else:
-                submission = ref.load_submission()
+            task = discovery.tasks.task(ref.task_key)
+            # An FML-bench run reads its step snapshots from disk: off the event loop.
+            submission = await asyncio.to_thread(ref.load_submission) if ref.fmlbench else ref.load_submission()
             try:
                 grade = await grader.grade(task, submission)
             finally:
                 self.budget.settle(reserved, 0.0)
-            if process is not None:
-                grade = grade.model_copy(update={"process": process})
         except InputError as exc:
             self.fail(ref, "input_error", str(exc))
             return
