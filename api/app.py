@@ -13,6 +13,7 @@ from api.deps import LOCAL_TENANT, Service
 from api.errors import install_error_handlers
 from api.middleware import BodySizeLimit, HttpMetrics
 from api.routes import grades, grading, jobs, meta, process
+from judge.gc_tuning import freeze_startup_objects
 from judge.jobs import GradingRuntime, make_dispatcher, runner_id
 from judge.settings import Settings, configure_offline_environment, get_settings
 from judge.store import Store
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dispatcher = make_dispatcher(runtime, config.broker_url)
         await dispatcher.start()
         app.state.service = Service(config, store, runtime, dispatcher, runner_id("api"))
+        freeze_startup_objects()  # fewer and shorter full collections while serving
         if config.auth_enabled:
             log.info("auth enabled: requests need an API key (X-API-Key or Authorization: Bearer)")
         else:

@@ -7,7 +7,9 @@ upstream (grade.usage.latency_seconds), divided by the upstream calls the grade 
 (grade.usage.llm_calls). Prints p50/p99 of that, grades/s, and the service's CPU time per grade
 and per upstream call (from /proc, independent of how the wait is counted).
 
-Targets (issue 4): p50 <= 2 ms and p99 <= 10 ms per upstream call, on 2 cores.
+Targets (issue 4): p50 <= 2 ms and p99 <= 10 ms per upstream call, on 2 cores. Last, the CPU one call
+costs in the client stack alone (bench/client_floor.py): no service built on litellm + instructor
+can go below it, and with 50 clients on 2 cores every ms of CPU per grade queues behind the others.
 
 Run: .venv/bin/python bench/api_overhead.py [--clients 50] [--requests 400] [--database sqlite|postgres]
 """
@@ -39,6 +41,9 @@ from judge.devtools.local_services import (  # noqa: E402
     start_service,
 )
 from judge.store import Store  # noqa: E402
+
+sys.path.insert(0, str(REPO / "bench"))
+from client_floor import floor_line, measure_floor  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "grade_request.json"
 
@@ -135,6 +140,8 @@ def main() -> None:
         cpu_before = _cpu_seconds(service.pid)
         results, elapsed = asyncio.run(_drive(base, key, _bodies(args.requests, judge), args.clients))
         cpu = _cpu_seconds(service.pid) - cpu_before
+        service.stop()  # the floor is measured on an idle machine, against the same stub
+        floor = asyncio.run(measure_floor(f"{stub_base}/v1"))
 
     calls = [r["llm_calls"] for r in results]
     overhead_ms = [(r["wall"] - r["latency_seconds"]) / r["llm_calls"] * 1000 for r in results if r["llm_calls"]]
@@ -157,6 +164,7 @@ def main() -> None:
         f"{cpu / max(total_calls, 1) * 1000:.2f} ms per upstream call (litellm client work included)"
     )
     print(f"throughput: {len(results) / elapsed:.1f} grades/s, {total_calls / elapsed:.1f} upstream calls/s")
+    print(floor_line(floor))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -43,6 +44,9 @@ from judge.models import Task  # noqa: E402
 from judge.regrade import RegradeOptions, Regrader  # noqa: E402
 from judge.regrade.limiter import UpstreamLimiter, limited_completion  # noqa: E402
 from judge.settings import Settings  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from client_floor import floor_line, measure_floor  # noqa: E402
 
 TASKS = ROOT.parent / "shared" / "data" / "expbench" / "tasks"
 BENCH_TASKS = ("95818:4", "18013:6", "95974:2", "18660:3", "18013:8", "19128:8")
@@ -160,6 +164,18 @@ def main() -> None:
             ideal = in_flight / latency
             print(f"[limiter only] {in_flight:>3} in flight: {rate:7.1f} calls/s of ideal {ideal:6.1f} "
                   f"= {rate / ideal:.3f} (peak in flight {peak})")
+        # The floor of one call in litellm + instructor (bench/client_floor.py), against a 0 ms stub:
+        # in-flight / latency calls/s need in-flight / latency x this much CPU per second.
+        floor_stub, floor_base = start_openai_stub(work, "--latency-ms", "0")
+        try:
+            floor = asyncio.run(measure_floor(f"{floor_base}/v1"))
+        finally:
+            floor_stub.stop()
+        print(floor_line(floor))
+        for in_flight in (64, 256):
+            need = in_flight / latency * floor["transport"] / 1000
+            print(f"  at {in_flight} in flight the ideal rate needs {need:.1f} CPU-seconds per second for the client "
+                  f"calls alone (this machine has {os.cpu_count()} cores)")
         db = work / "store.db"
         lines = run_lines(2 * args.runs + 60, "bench")
         # Warm-up (not measured): model load, embeddings of every bench task's texts, imports.

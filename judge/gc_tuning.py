@@ -1,0 +1,18 @@
+"""Garbage-collector set-up for long-running work (a regrade, the service, a worker)."""
+
+from __future__ import annotations
+
+import gc
+
+
+def freeze_startup_objects() -> None:
+    """Collect once, then move every object alive now out of the collector's sight for good.
+
+    After start-up a process holds millions of long-lived objects (torch, litellm, pydantic models,
+    the rubric). Every full collection walks all of them, and work that allocates many small
+    objects (parsing grade JSON) triggers one every few hundred grades. Measured on a cached
+    rerun of 600 grades in the process of a finished regrade: 548 grades/s before, 1,290 after.
+    Objects frozen here are never freed, so call it once set-up is done, not in a loop.
+    """
+    gc.collect()
+    gc.freeze()
