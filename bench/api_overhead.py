@@ -12,6 +12,7 @@ costs in the client stack alone (bench/client_floor.py): no service built on lit
 can go below it, and with 50 clients on 2 cores every ms of CPU per grade queues behind the others.
 
 Run: .venv/bin/python bench/api_overhead.py [--clients 50] [--requests 400] [--database sqlite|postgres]
+     [--service-workers N]
 """
 
 from __future__ import annotations
@@ -48,11 +49,23 @@ from client_floor import floor_line, measure_floor  # noqa: E402
 EXAMPLE = REPO / "examples" / "grade_request.json"
 
 
+def _stat_fields(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its reaped children, from /proc (clock ticks)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
+    """User + system CPU of a process and of its live descendants (uvicorn workers), from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            children.setdefault(int(_stat_fields(int(stat.parent.name))[1]), []).append(int(stat.parent.name))
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        with contextlib.suppress(OSError):
+            total += sum(int(value) for value in _stat_fields(current)[11:13])  # utime stime
+        todo += children.get(current, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _bodies(count: int, judge: str) -> list[bytes]:
@@ -113,9 +126,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--requests", type=int, default=400, help="Measured grades (after a warm-up).")
-    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="Warm-up grades (default 50 per service worker: every worker loads its models first)")
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--service-workers", type=int, default=1, help="expjudge serve --workers")
     args = parser.parse_args()
+    if args.warmup is None:
+        args.warmup = 50 * args.service_workers
 
     command = " ".join(["python", "bench/api_overhead.py", *sys.argv[1:]])
     logs = Path(tempfile.mkdtemp(prefix="expjudge-bench-"))
@@ -133,7 +150,8 @@ def main() -> None:
             EXPJUDGE_LLM_API_KEY="sk-stub",
         )
         key = asyncio.run(_create_key(database_url))
-        service, base = start_service(logs, env, "--no-access-log", "--log-level", "warning")
+        service, base = start_service(logs, env, "--no-access-log", "--log-level", "warning",
+                                      "--workers", str(args.service_workers))
         stack.callback(service.stop)
 
         asyncio.run(_drive(base, key, _bodies(args.warmup, judge), min(args.clients, args.warmup)))
@@ -149,7 +167,8 @@ def main() -> None:
     total_calls = sum(calls)
     print(f"command: {command}")
     print(
-        f"machine: {os.cpu_count()} cores; database {args.database}; {args.clients} concurrent clients; "
+        f"machine: {os.cpu_count()} cores; database {args.database}; {args.service_workers} service worker(s); "
+        f"{args.clients} concurrent clients; "
         f"{len(results)} grades after {args.warmup} warm-up; upstream: OpenAI stub, 0 ms latency"
     )
     print(f"upstream calls per grade: mean {statistics.mean(calls):.2f} (min {min(calls)}, max {max(calls)})")
