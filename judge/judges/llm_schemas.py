@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic_core import from_json, to_json
 
 from judge.models import Leaf
 
@@ -112,7 +113,7 @@ class JudgeAnswerBase(BaseModel):
         """
         if args or kwargs:
             return super().model_json_schema(*args, **kwargs)
-        return copy.deepcopy(_default_schema(cls))
+        return cast(dict[str, Any], from_json(to_json(_default_schema(cls))))  # a copy, 4x faster than deepcopy
 
     def by_leaf(self) -> dict[str, LeafVerdictBase]:
         """The first verdict given for each leaf alias."""

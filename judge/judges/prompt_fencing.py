@@ -15,6 +15,7 @@ judge checks quotes against both the original and the neutralised submission tex
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -61,6 +62,11 @@ class NeutralisedText:
         return bool(self.rules)
 
 
+# A snippet is neutralised to count its tokens, to render it and to flag it: the pure functions below
+# remember their answers for texts up to this size (4,096 of them, at most ~256 MB held).
+MEMO_MAX_CHARS = 65_536
+
+
 def neutralise(text: str) -> NeutralisedText:
     """Rewrite anything in `text` that could pass for a delimiter or a role marker.
 
@@ -70,6 +76,15 @@ def neutralise(text: str) -> NeutralisedText:
     Returns:
         The rewritten text and the names of the rules that fired (empty when untouched).
     """
+    return _neutralise_memo(text) if len(text) <= MEMO_MAX_CHARS else _neutralise(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _neutralise_memo(text: str) -> NeutralisedText:
+    return _neutralise(text)
+
+
+def _neutralise(text: str) -> NeutralisedText:
     rules: list[str] = []
 
     def apply(name: str, pattern: re.Pattern[str], repl: str | None, value: str) -> str:
@@ -148,6 +163,15 @@ def fence(text: str, *, label: str, meta: str = "") -> str:
 
 def looks_like_injection(text: str) -> bool:
     """True when `text` contains a phrase that tries to instruct the grader."""
+    return _injection_memo(text) if len(text) <= MEMO_MAX_CHARS else _looks_like_injection(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _injection_memo(text: str) -> bool:
+    return _looks_like_injection(text)
+
+
+def _looks_like_injection(text: str) -> bool:
     return bool(_INJECTION.search(text)) or bool(_ROLE_TOKEN.search(text)) or bool(_TAG_TOKEN.search(text))
 
 
