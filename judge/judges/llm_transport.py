@@ -393,5 +393,16 @@ def estimate_text_tokens(text: str) -> int:
 
     litellm.token_counter resolves the model's tokenizer on every call (~2 ms each, ~30 ms per
     grade); the budget only needs an estimate, and exact counts stay with count_prompt_tokens.
+    Texts up to 64k chars are remembered: ground-truth targets, criteria and shared hunks recur in
+    every grade of a task.
     """
+    return _memo_tokens(text) if len(text) <= 65_536 else _encode_length(text)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _memo_tokens(text: str) -> int:
+    return _encode_length(text)
+
+
+def _encode_length(text: str) -> int:
     return len(_budget_encoding().encode(text, disallowed_special=()))
