@@ -11,11 +11,10 @@ Each run becomes a task and a submission the ordinary `Grader` grades:
   Its `process_inputs` carry every run-level input of the process metrics: metric name and
   direction, baseline metric and code, improvement range (FML-bench's table), step budget
   (`total_steps`), the final test, the best validation metric and the run's tokens, cost and wall
-  time; its metadata repeats direction, baseline metric and step budget for readers. Its question
-  states them and ends with a digest of those inputs and of the code embedding, so a changed run
-  folder or embedding model is a new task hash, hence a new run key, and two runs never share a
-  cached grade by mistake. They sit with the task, not the submission, so that the submission's
-  hash is that of what the agent did (its trajectory and final code).
+  time. They are in the task's content hash, so a changed run folder is a new task hash, hence a new
+  run key, and two runs never share a cached grade by mistake. The one input they do not hold, the
+  code embedding, is named by a digest at the end of the question. They sit with the task, not the
+  submission, so that the submission's hash is that of what the agent did (trajectory, final code).
 - The **submission** holds the trajectory (each step's code filled in from the baseline, FML-bench's
   rule) and, when the baseline code is there, the diff of the best-validation step's code (the code
   FML-bench tests) against it. FML-bench writes no design, conclusion or agent log.
@@ -115,9 +114,8 @@ def _number(value: float | None) -> str:
 
 def task_of(run: ProcessRun, embedding: Mapping[str, str]) -> Task:
     """The task of one run: no design, requirement or outcome ground truth; the process ground truth."""
-    # Steps are in the submission's hash; the folder path and ingest notes (which name it) are not inputs.
-    inputs = run.model_dump(mode="json", exclude={"source", "steps", "notes"})
-    digest = content_hash({"run": inputs, "embedding": dict(embedding)})
+    # process_inputs are hashed with the task; the code embedding is the one input they do not hold.
+    digest = content_hash(dict(embedding))
     name = run.task or "unknown"
     direction = f"{run.metric_direction} is better" if run.metric_direction else "direction unknown"
     value_range = run.improvement_range
@@ -126,13 +124,9 @@ def task_of(run: ProcessRun, embedding: Mapping[str, str]) -> Task:
         f"baseline's validation value {_number(run.baseline_metric)} within a budget of "
         f"{run.budget if run.budget is not None else 'unknown'} steps"
         + (f"; improvement range best {value_range.best:g}, worst {value_range.worst}" if value_range else "")
-        + f". Process-metric inputs sha256:{digest}."
+        + f". Code embedding sha256:{digest}."
     )
-    metadata: dict[str, Any] = {
-        "benchmark": "fmlbench", "fmlbench_task": run.task, "metric_name": run.metric_name,
-        "metric_direction": run.metric_direction, "baseline_metric": run.baseline_metric,
-        "step_budget": run.budget, "process_inputs_sha256": digest,
-    }
+    metadata: dict[str, Any] = {"benchmark": "fmlbench", "fmlbench_task": run.task}
     process_inputs = ProcessInputs(
         metric_name=run.metric_name, metric_direction=run.metric_direction, baseline_metric=run.baseline_metric,
         baseline_test_metric=run.baseline_test_metric, baseline_code=run.baseline_code,

@@ -158,8 +158,9 @@ def test_the_submission_is_the_trajectory_and_the_best_steps_diff(tmp_path: Path
         **BASELINE_CODE, "algorithms.py": OTHER_ALGORITHMS}
     task = found.tasks.task(ref.task_key)
     assert task.design_variables is None and task.requirements == [] and task.expected_outcome is None
-    assert (task.metadata["metric_direction"], task.metadata["baseline_metric"], task.metadata["step_budget"]) == (
-        "higher", 0.5, 100)
+    inputs = task.process_inputs
+    assert inputs is not None
+    assert (inputs.metric_direction, inputs.baseline_metric, inputs.step_budget) == ("higher", 0.5, 100)
     assert submission.content_hash() == ref.load_submission().content_hash()  # stable: a rerun hits the cache
 
 
