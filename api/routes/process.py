@@ -9,9 +9,11 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import TenantDep
-from judge.models import TrajectoryStep
-from judge.process import ProcessMetrics, metrics_from_trajectory
+from judge.models import ImprovementRange, ProcessInputs, TrajectoryStep
+from judge.process import ProcessMetrics
+from judge.process.metrics import run_from_inputs
 from judge.process.models import FinalTest
+from judge.process.submission_metrics import shared_embedder_metrics
 
 router = APIRouter(prefix="/v1", tags=["process"])
 
@@ -24,17 +26,22 @@ class ProcessRequest(BaseModel):
     steps: list[TrajectoryStep] = Field(description="Steps in the order they were taken.")
     metric_direction: Literal["higher", "lower"] | None = Field(
         default=None, description="Which way the metric improves; None computes no performance metrics.")
-    baseline_metric: float | None = None
+    baseline_metric: float | None = Field(default=None, allow_inf_nan=False)
     baseline_code: dict[str, str] | None = Field(default=None, description="Baseline files, for reach.")
     test: FinalTest | None = Field(default=None, description="The final test of the best-validation code.")
     budget: int | None = Field(default=None, ge=1, description="Step budget (completion rate).")
+    improvement_range: ImprovementRange | None = Field(
+        default=None, description="{best, worst}: normalises improvements; default by direction.")
 
 
 @router.post("/process", response_model=ProcessMetrics)
 async def process_metrics(body: ProcessRequest, tenant: TenantDep) -> ProcessMetrics:
     """Exploration, success, completion and improvement metrics of one trajectory (no LLM call)."""
     del tenant  # authenticated like every route; nothing is stored
-    return await asyncio.to_thread(
-        metrics_from_trajectory, body.steps, metric_direction=body.metric_direction,
-        baseline_metric=body.baseline_metric, baseline_code=body.baseline_code, test=body.test, budget=body.budget,
+    inputs = ProcessInputs(
+        metric_direction=body.metric_direction, baseline_metric=body.baseline_metric, baseline_code=body.baseline_code,
+        final_test=body.test, step_budget=body.budget, improvement_range=body.improvement_range,
     )
+    # The grader's embedder: the model loads once per process, not once per request.
+    run = run_from_inputs(body.steps, inputs, source="trajectory")
+    return await asyncio.to_thread(shared_embedder_metrics, run)

@@ -1,4 +1,4 @@
-"""Process metrics of one run: `compute_process_metrics`, `metrics_from_trajectory` and `load_run`."""
+"""Process metrics of one run: `compute_process_metrics`, `metrics_from_trajectory`, `run_from_inputs`, `load_run`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from judge.errors import InputError
+from judge.models import ProcessInputs
 from judge.models.submission import TrajectoryStep
 from judge.process import exploration, outcome
 from judge.process.code_embeddings import CodeEmbedder
@@ -190,6 +191,30 @@ def compute_process_metrics(
     )
 
 
+def run_from_inputs(
+    steps: Sequence[TrajectoryStep], inputs: ProcessInputs, *, source: str, task: str | None = None
+) -> ProcessRun:
+    """A run held in memory: its steps and the process inputs a trajectory does not carry."""
+    return ProcessRun(
+        source=source,
+        format="trajectory",
+        task=task,
+        metric_name=inputs.metric_name,
+        metric_direction=inputs.metric_direction,
+        baseline_metric=inputs.baseline_metric,
+        baseline_test_metric=inputs.baseline_test_metric,
+        best_val_metric=inputs.best_val_metric,
+        test=inputs.final_test,
+        budget=inputs.step_budget,
+        steps=list(steps),
+        baseline_code=inputs.baseline_code,
+        total_tokens=inputs.total_tokens,
+        cost_usd=inputs.cost_usd,
+        wall_time_seconds=inputs.wall_time_seconds,
+        improvement_range=inputs.improvement_range,
+    )
+
+
 def metrics_from_trajectory(
     steps: Sequence[TrajectoryStep],
     *,
@@ -202,7 +227,9 @@ def metrics_from_trajectory(
     embedder: CodeEmbedder | None = None,
     source: str = "trajectory",
 ) -> ProcessMetrics:
-    """Process metrics of a trajectory held in memory (e.g. a submission's `trajectory`).
+    """Process metrics of a trajectory held in memory, from the most common inputs.
+
+    For every input (improvement range, totals, ...) build `ProcessInputs` and use `run_from_inputs`.
 
     Args:
         steps: The steps, in the order they were taken.
@@ -215,14 +242,9 @@ def metrics_from_trajectory(
         embedder: Embeds step code; default: the configured model with the default cache.
         source: Names the trajectory in the result.
     """
-    run = ProcessRun(
-        source=source,
-        format="trajectory",
-        metric_direction=metric_direction,
-        baseline_metric=baseline_metric,
-        test=test,
-        budget=budget,
-        steps=list(steps),
-        baseline_code=dict(baseline_code) if baseline_code is not None else None,
+    inputs = ProcessInputs(
+        metric_direction=metric_direction, baseline_metric=baseline_metric,
+        baseline_code=dict(baseline_code) if baseline_code is not None else None, final_test=test,
+        step_budget=budget,
     )
-    return compute_process_metrics(run, options=options, embedder=embedder)
+    return compute_process_metrics(run_from_inputs(steps, inputs, source=source), options=options, embedder=embedder)

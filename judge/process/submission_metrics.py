@@ -18,7 +18,7 @@ from judge.models import ProcessInputs, Submission, Task
 from judge.models.process_inputs import legacy_process_inputs
 from judge.process.code_embeddings import CodeEmbedder, resolve_model_path
 from judge.process.embedding_cache import default_cache_dir
-from judge.process.metrics import compute_process_metrics
+from judge.process.metrics import compute_process_metrics, run_from_inputs
 from judge.process.models import ProcessMetrics, ProcessRun
 
 # Names the run in the result. Ids and the agent are left out on purpose: they are not part of the
@@ -56,24 +56,7 @@ def run_of_submission(task: Task, submission: Submission) -> ProcessRun:
         InputError: A legacy metadata key of the wrong type.
     """
     inputs = resolve_process_inputs(task, submission)
-    return ProcessRun(
-        source=SUBMISSION_SOURCE,
-        format="trajectory",
-        task=task.task_id,
-        metric_name=inputs.metric_name,
-        metric_direction=inputs.metric_direction,
-        baseline_metric=inputs.baseline_metric,
-        baseline_test_metric=inputs.baseline_test_metric,
-        best_val_metric=inputs.best_val_metric,
-        test=inputs.final_test,
-        budget=inputs.step_budget,
-        steps=list(submission.trajectory or []),
-        baseline_code=inputs.baseline_code,
-        total_tokens=inputs.total_tokens,
-        cost_usd=inputs.cost_usd,
-        wall_time_seconds=inputs.wall_time_seconds,
-        improvement_range=inputs.improvement_range,
-    )
+    return run_from_inputs(submission.trajectory or [], inputs, source=SUBMISSION_SOURCE, task=task.task_id)
 
 
 _shared: tuple[tuple[Path, Path], CodeEmbedder] | None = None
@@ -106,6 +89,14 @@ def submission_process_metrics(
         InputError: A legacy metadata key of the wrong type, or a step's code that cannot be built
             (e.g. a diff that does not apply to the baseline code).
     """
-    run = run_of_submission(task, submission)
+    return shared_embedder_metrics(run_of_submission(task, submission), embedder=embedder)
+
+
+def shared_embedder_metrics(run: ProcessRun, *, embedder: CodeEmbedder | None = None) -> ProcessMetrics:
+    """`compute_process_metrics` with the process's one shared embedder (calls serialised, see above).
+
+    Raises:
+        InputError: A step's code cannot be built.
+    """
     with _shared_lock:
         return compute_process_metrics(run, embedder=embedder or _shared_embedder())

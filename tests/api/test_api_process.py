@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.api.conftest import Service
 
 
@@ -20,3 +22,20 @@ def test_process_metrics_of_a_trajectory(service: Service) -> None:
         assert bad.status_code == 422 and "budget" in bad.text
     with service.client(tenant=None) as anonymous:
         assert anonymous.post("/v1/process", json=body).status_code == 401
+
+
+def test_process_metrics_take_the_final_test_and_improvement_range(service: Service) -> None:
+    code = {"train.py": "def train():\n    return 1\n"}
+    steps = [{"step_id": i, "code": code, "succeeded": True, "metric": 0.5 + 0.1 * i} for i in range(3)]
+    body = {"steps": steps, "metric_direction": "higher", "baseline_metric": 0.5,
+            "test": {"success": True, "metric": 0.7}}
+    with service.client() as client:
+        wide = client.post("/v1/process", json={**body, "improvement_range": {"best": 1.0, "worst": 0.0}})
+        narrow = client.post("/v1/process", json={**body, "improvement_range": {"best": 0.9, "worst": 0.5}})
+        assert wide.status_code == 200 and narrow.status_code == 200, (wide.text, narrow.text)
+        # (0.7 - 0.5) normalised by |best - worst|: 0.2 / 1.0 and 0.2 / 0.4.
+        assert wide.json()["normalized_improvement"] == pytest.approx(0.2)
+        assert narrow.json()["normalized_improvement"] == pytest.approx(0.5)
+        infinite = client.post("/v1/process", content=b'{"steps": [], "baseline_metric": Infinity}',
+                               headers={"Content-Type": "application/json"})
+        assert infinite.status_code == 422 and "baseline_metric" in infinite.text
