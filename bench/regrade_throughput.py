@@ -38,6 +38,7 @@ import httpx  # noqa: E402
 
 from judge.devtools.local_services import start_openai_stub  # noqa: E402
 from judge.evidence.text_items import split_claims  # noqa: E402
+from judge.gc_tuning import freeze_startup_objects  # noqa: E402
 from judge.groundtruth_submission import submission_from_ground_truth  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.models import Task  # noqa: E402
@@ -194,6 +195,8 @@ def main() -> None:
                   f"{rate / ideal:.3f}; {m['grades'] / m['wall']:6.1f} grades/s ({m['grades']:.0f} graded, "
                   f"{m['failed']:.0f} failed, {m['calls']:.0f} calls, {1000 * m['cpu'] / max(m['calls'], 1):.1f} "
                   f"CPU ms per call)")
+        # As `expjudge regrade` does once its set-up is done (judge/gc_tuning.py).
+        freeze_startup_objects()
         # Every graded submission again under a new tenant: each a grade-cache hit of its own.
         runs = write(work / "graded.jsonl", graded)
         elapsed, hits, again = asyncio.run(rerun(runs, db, work / "out-cached", "cached"))

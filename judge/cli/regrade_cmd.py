@@ -126,6 +126,7 @@ def regrade_command(
     FML-bench runs are graded with their process metrics (docs/regrade.md, docs/process-metrics.md).
     """
     from judge.errors import InputError
+    from judge.gc_tuning import freeze_startup_objects
     from judge.regrade import RegradeOptions, Regrader
 
     console = Console()
@@ -142,6 +143,7 @@ def regrade_command(
         )
         bar = RichProgress(console)
         regrader = Regrader(options, progress=bar)
+        freeze_startup_objects()  # set-up is done (judge, rubric, imports): what lives now lives to the end
         with bar.progress:
             result = asyncio.run(regrader.run())
     if dry_run:

@@ -19,7 +19,6 @@ from typing import Any
 from pydantic_core import from_json, to_json
 
 from judge.errors import InputError, JudgeConfigError
-from judge.gc_tuning import freeze_startup_objects
 from judge.grading import Grader, fingerprint_for
 from judge.jobs.runtime import cacheable, upstream_down
 from judge.judges.base import Judge
@@ -132,7 +131,6 @@ class Regrader:
                                    self.task_hashes, warnings=self.warnings)
             if not options.dry_run:
                 self.writer = OutputWriter(options.out_dir)
-            freeze_startup_objects()  # set-up is done: what lives now lives to the end
             pending = await self._collect_done(runs)
             misses = await self._from_cache(pending)
             if options.dry_run:
