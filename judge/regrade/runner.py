@@ -42,6 +42,7 @@ DEFAULT_TASKS_DIR = REPO_ROOT.parent / "shared" / "data" / "expbench" / "tasks"
 # Runs looked up, copied from the cache or written per store round trip.
 BATCH = 500
 _ZERO_USAGE: dict[str, Any] = Usage().model_dump(mode="json")
+_PARSED_HITS_KEPT = 4096  # parsed cached grades kept for runs that repeat a submission
 
 
 def chunks(items: Sequence[RunRef], size: int = BATCH) -> Iterator[Sequence[RunRef]]:
@@ -232,6 +233,9 @@ class Regrader:
         assert self.store is not None
         misses: list[RunRef] = []
         saving: asyncio.Task[None] | None = None
+        # Runs that repeat a submission share one cached grade: parse its JSON once, copy it per run
+        # (a bounded memo: a parsed grade takes tens of kB).
+        parsed: dict[tuple[str, str], dict[str, Any]] = {}
         for chunk in chunks(pending):
             hashed: list[tuple[RunRef, str, str, str]] = []
             for ref in chunk:
@@ -251,7 +255,12 @@ class Regrader:
                 if text is None:
                     misses.append(ref)
                 elif not self.options.dry_run:
-                    copies.append((ref, *self.copy_of(from_json(text, cache_strings=False), ref, submission_id)))
+                    hit = parsed.get((submission_hash, task_hash))
+                    if hit is None:
+                        if len(parsed) >= _PARSED_HITS_KEPT:
+                            parsed.clear()
+                        hit = parsed[submission_hash, task_hash] = from_json(text)
+                    copies.append((ref, *self.copy_of(hit, ref, submission_id)))
                 else:
                     self.counters.cached += 1
                     self.cached_estimates.append(RunEstimate(ref.run_id, status="cached"))
