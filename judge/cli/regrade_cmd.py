@@ -149,5 +149,5 @@ def regrade_command(
     if dry_run:
         _print_estimate(result, console)
     _print_summary(result, console)
-    if result.counters.failed:
+    if result.counters.failed or result.discovery.problems:  # something was not graded: say so
         raise typer.Exit(1)

@@ -129,6 +129,8 @@ def legacy_process_inputs(
         InputError: (of class `error`) naming the key, when a value has the wrong type.
     """
     given = {key: metadata[key] for key in LEGACY_METADATA_KEYS if metadata.get(key) is not None}
+    if not given:  # the common case: nothing to validate
+        return ProcessInputs()
     try:
         return ProcessInputs.model_validate(given)
     except ValidationError as exc:

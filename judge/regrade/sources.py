@@ -258,7 +258,9 @@ def _native_submission(data: Any, where: str) -> Submission:
     return parse_submission(data["submission"], field=f"{where}:submission")
 
 
-def _read_jsonl(path: Path, table: TaskTable) -> list[RunRef]:
+def _read_jsonl(path: Path, table: TaskTable, problems: list[str]) -> list[RunRef]:
+    """The runs of a native JSONL file; a line that does not read (a torn last line, a bad field) is
+    listed in `problems` with its line number, and the other lines go on."""
     runs: list[RunRef] = []
     offset = 0
     task_keys: dict[bytes, str] = {}  # a task repeated on many lines is validated and hashed once
@@ -268,14 +270,19 @@ def _read_jsonl(path: Path, table: TaskTable) -> list[RunRef]:
             if not raw.strip():
                 continue
             where = f"{path}:{number}"
-            data = _json_line(raw, where)
-            if not isinstance(data, dict) or "task" not in data:
-                raise TaskFormatError('expected {"task": {...}, "submission": {...}}', field=where)
-            raw_task = to_json(data["task"])  # same producer, same key order: a repeated task is a memo hit
-            task_key = task_keys.get(raw_task)
-            if task_key is None:
-                task_key = task_keys[raw_task] = table.add_native(parse_task(data["task"], field=f"{where}:task"))
-            submission = _native_submission(data, where)
+            try:
+                data = _json_line(raw, where)
+                if not isinstance(data, dict) or "task" not in data:
+                    raise TaskFormatError('expected {"task": {...}, "submission": {...}}', field=where)
+                raw_task = to_json(data["task"])  # same producer, same key order: a repeated task is a memo hit
+                task_key = task_keys.get(raw_task)
+                if task_key is None:
+                    task = parse_task(data["task"], field=f"{where}:task")
+                    task_key = task_keys[raw_task] = table.add_native(task)
+                submission = _native_submission(data, where)
+            except InputError as exc:
+                problems.append(str(exc))
+                continue
             runs.append(
                 RunRef(
                     run_id=submission.run_id or submission.submission_id,
@@ -316,11 +323,11 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
     """Every run under `paths` (EXP-Bench trees or files, native JSONL files, FML-bench run folders), with
     its old verdicts.
 
-    Runs whose task cannot be found, and FML-bench runs whose summary.json does not read, are listed
-    in `problems` and left out (the rest go on).
+    Runs whose task cannot be found, JSONL lines that do not read and FML-bench runs whose summary.json
+    does not read are listed in `problems` (naming file and line) and left out (the rest go on).
 
     Raises:
-        InputError: for a path that does not exist or a malformed JSONL line (naming file and line).
+        InputError: for a path that does not exist or is of no kind we read.
     """
     table = TaskTable(tasks_dir)
     problems: list[str] = []
@@ -332,7 +339,7 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
         if not path.exists():
             raise InputError("no such file or folder", field=str(path))
         if path.is_file() and path.suffix == ".jsonl":
-            native += _read_jsonl(path, table)
+            native += _read_jsonl(path, table, problems)
         elif path.is_dir() or RUN_FILE.match(path.name):
             fml_folders += find_run_folders(path) if path.is_dir() else []
             runs, olds = _expbench_runs(path, problems)

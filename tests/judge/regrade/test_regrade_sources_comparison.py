@@ -45,10 +45,15 @@ def test_native_jsonl_runs_and_bad_lines(tmp_path: Path) -> None:
     assert [r.run_id for r in found.runs] == sorted(line["submission"]["run_id"] for line in lines)
     assert len({r.task_key for r in found.runs}) == 1  # one task, hashed once
     assert found.runs[1].load_submission().submission_id == found.runs[1].run_id
+    # A bad field on line 2 and a line torn by a crash at the end: both named, the good lines go on.
     broken = tmp_path / "broken.jsonl"
-    broken.write_text(json.dumps(lines[0]) + "\n" + '{"task": {"task_id": ""}, "submission": {}}\n')
-    with pytest.raises(InputError, match=r"broken.jsonl:2"):
-        discover([broken], None)
+    broken.write_text(json.dumps(lines[0]) + "\n" + '{"task": {"task_id": ""}, "submission": {}}\n'
+                      + json.dumps(lines[1]) + "\n" + json.dumps(lines[2])[:40])
+    found = discover([broken], None)
+    assert [r.run_id for r in found.runs] == sorted(line["submission"]["run_id"] for line in lines[:2])
+    assert len(found.problems) == 2
+    assert "broken.jsonl:2" in found.problems[0] and "task_id" in found.problems[0]
+    assert "broken.jsonl:4" in found.problems[1] and "malformed JSON" in found.problems[1]
     with pytest.raises(InputError, match="appears twice"):
         discover([write_jsonl(tmp_path / "twice.jsonl", lines + lines[:1])], None)
 
@@ -90,3 +95,24 @@ def test_comparison_with_an_earlier_fingerprint_lists_flipped_leaves() -> None:
     assert run_a["deltas"]["design"] == 50.0 and run_a["flips"]["design_correct"] == [False, True]
     assert baseline["aggregates"]["before_as_recorded"]["D"] == 25.0
     assert report["aggregates_after"]["D"] == 50.0
+
+
+def test_regrade_cli_grades_the_good_lines_of_a_torn_jsonl_and_exits_1(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from judge.cli.main import _register_commands, app
+    from tests.judge.regrade.conftest import sqlite_url
+
+    lines = variations(expbench_task(SMALL_TASKS[0]), limit=2)
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps(lines[0]) + "\n" + json.dumps(lines[1])[:-25])  # the writer died mid-line
+    out = tmp_path / "out"
+    _register_commands()
+    result = CliRunner().invoke(app, ["regrade", str(runs), "--out", str(out), "--database-url",
+                                      sqlite_url(tmp_path / "store.db")], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    assert "runs.jsonl:2" in result.output and "malformed JSON" in result.output
+    grades = [json.loads(line) for line in (out / "grades.jsonl").read_text().splitlines()]
+    assert [g["run_id"] for g in grades] == [lines[0]["submission"]["run_id"]]
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["problems"]) == 1 and "runs.jsonl:2" in summary["problems"][0]
