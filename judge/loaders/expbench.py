@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from judge.errors import SubmissionFormatError, TaskFormatError
 from judge.models import DesignVariable, Submission, Task, VariableRole
 
@@ -21,6 +23,9 @@ _ROLE_KEYS: dict[str, VariableRole] = {
 RUN_FILE = re.compile(
     r"^(?P<paper>[^_]+)_task_index_(?P<index>\d+)_iter_(?P<iter>\d+)_duration_(?P<duration>[\d.]+)_eval_gen\.json$"
 )
+DesignText = str | list[str] | dict[str, Any] | None
+# Task fields whose EXP-Bench key has another name (a validation error names the key of the file).
+_FILE_KEYS = {"design_variables": "design_complexity", "source_files": "masked_source"}
 # Method prose stands in for requirements on 128 tasks; its bullet lines become the items.
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(?P<text>.+)$")
 _MAX_METHOD_ITEMS = 12
@@ -55,6 +60,8 @@ def design_variables_from(design: Any, where: str) -> list[DesignVariable] | Non
                                   field=f"{where}.{key}")
         for name, value in block.items():
             description, values = _text_of(value)
+            if not str(name).strip():
+                raise TaskFormatError("a variable needs a non-empty name", field=f"{where}.{key}")
             variables.append(DesignVariable(name=str(name), role=role, description=description, values=values))
     return variables
 
@@ -97,18 +104,25 @@ def task_from_expbench(question: dict[str, Any], paper_id: str, index: int) -> T
     elif not isinstance(requirements, list):
         raise TaskFormatError("expected a list of strings", field=f"{where}.requirements")
     kept = {"source", "masked_source", "mode", "no_answer", "usage_instructions", "agent_instructions"}
-    return Task(
-        task_id=f"{paper_id}:{index}",
-        source_format="expbench",
-        paper_id=paper_id,
-        question=str(text),
-        method=str(method) or None,
-        design_variables=design_variables_from(question.get("design_complexity"), f"{where}.design_complexity"),
-        requirements=[str(r) for r in requirements],
-        expected_outcome=question.get("expected_outcome") or None,
-        source_files=[str(s) for s in (question.get("masked_source") or question.get("source") or [])],
-        metadata={k: question[k] for k in kept if k in question} | {"requirements_from_method": derived},
-    )
+    try:
+        return Task(
+            task_id=f"{paper_id}:{index}",
+            source_format="expbench",
+            paper_id=paper_id,
+            question=str(text),
+            method=str(method) or None,
+            design_variables=design_variables_from(question.get("design_complexity"), f"{where}.design_complexity"),
+            requirements=[str(r) for r in requirements],
+            expected_outcome=question.get("expected_outcome") or None,
+            source_files=[str(s) for s in (question.get("masked_source") or question.get("source") or [])],
+            metadata={k: question[k] for k in kept if k in question} | {"requirements_from_method": derived},
+        )
+    except ValidationError as exc:  # a value of the wrong type, e.g. a number as expected_outcome
+        error = exc.errors()[0]
+        loc = [str(p) for p in error["loc"]]
+        if loc:
+            loc[0] = _FILE_KEYS.get(loc[0], loc[0])
+        raise TaskFormatError(error["msg"], field=".".join([where, *loc])) from None
 
 
 def load_expbench_tasks(path: Path) -> list[Task]:
@@ -117,7 +131,10 @@ def load_expbench_tasks(path: Path) -> list[Task]:
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
         raise TaskFormatError("an EXP-Bench task file holds {\"questions\": [...]}", field=f"{path}:questions")
     paper_id = path.name.split("_", 1)[0]
-    return [task_from_expbench(q, paper_id, i) for i, q in enumerate(data["questions"])]
+    try:
+        return [task_from_expbench(q, paper_id, i) for i, q in enumerate(data["questions"])]
+    except TaskFormatError as exc:  # say which file the entry is in
+        raise TaskFormatError(exc.message, field=f"{path}:{exc.field}") from None
 
 
 @dataclass(frozen=True)
@@ -178,10 +195,7 @@ def submission_from_run(run: ExpBenchRun) -> Submission:
     data = _read_json(run.gen_json, SubmissionFormatError)
     if not isinstance(data, dict):
         raise SubmissionFormatError("expected {\"design\": ..., \"conclusion\": ...}", field=str(run.gen_json))
-    design = data.get("design")
-    if design is not None and not isinstance(design, str | list | dict):
-        raise SubmissionFormatError("design must be text, a list or a mapping", field=f"{run.gen_json}:design")
-    conclusion = data.get("conclusion")
+    design, conclusion = expbench_output_fields(data, run.gen_json)
     diff = run.patch.read_text(encoding="utf-8", errors="replace") if run.patch else None
     return Submission(
         submission_id=run.run_id,
@@ -190,9 +204,26 @@ def submission_from_run(run: ExpBenchRun) -> Submission:
         run_id=run.run_id,
         design=design,
         diff=diff,
-        conclusion=None if conclusion is None else str(conclusion),
+        conclusion=conclusion,
         metadata={"source_file": str(run.gen_json), "format": "expbench"},
     )
+
+
+def expbench_output_fields(data: dict[str, Any], path: Path) -> tuple[DesignText, str | None]:
+    """(design, conclusion) of an agent's EXP-Bench output, read as the upstream judge reads them.
+
+    The design is text, a list (its items as text) or a mapping; the conclusion any value, as text.
+
+    Raises:
+        SubmissionFormatError: naming `file:design` for a design of another type.
+    """
+    design = data.get("design")
+    if isinstance(design, list):
+        design = [str(item) for item in design]
+    elif design is not None and not isinstance(design, str | dict):
+        raise SubmissionFormatError("design must be text, a list or a mapping", field=f"{path}:design")
+    conclusion = data.get("conclusion")
+    return design, None if conclusion is None else str(conclusion)
 
 
 def _read_json(path: Path, error: type[TaskFormatError] | type[SubmissionFormatError]) -> Any:

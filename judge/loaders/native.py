@@ -9,7 +9,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.errors import InputError, SubmissionFormatError, TaskFormatError
-from judge.loaders.expbench import RUN_FILE, describe_run, load_expbench_tasks, submission_from_run
+from judge.loaders.expbench import (
+    RUN_FILE,
+    describe_run,
+    expbench_output_fields,
+    load_expbench_tasks,
+    submission_from_run,
+)
 from judge.models import Submission, Task
 from judge.models.process_inputs import legacy_process_inputs
 
@@ -92,10 +98,11 @@ def load_submission_file(path: Path) -> Submission:
     if isinstance(data, dict) and "submission_id" not in data and set(data) <= {"design", "conclusion"}:
         # An EXP-Bench-shaped output under another name: read it the same way, patch optional.
         patch = path.with_suffix(".patch")
+        design, conclusion = expbench_output_fields(data, path)
         return Submission(
             submission_id=path.stem,
-            design=data.get("design"),
-            conclusion=data.get("conclusion"),
+            design=design,
+            conclusion=conclusion,
             diff=patch.read_text(encoding="utf-8", errors="replace") if patch.exists() else None,
             metadata={"source_file": str(path), "format": "expbench"},
         )

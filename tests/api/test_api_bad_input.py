@@ -139,6 +139,25 @@ def test_expbench_task_format_is_read_and_its_errors_named(service: Service, exa
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "task.index"
 
 
+@pytest.mark.parametrize(
+    ("question", "field"),
+    [
+        ({"question": "q", "expected_outcome": 5}, "questions[0].expected_outcome"),
+        ({"question": "q", "design_complexity": {"constant_variables": {"": "x"}}},
+         "questions[0].design_complexity.constant_variables"),
+    ],
+)
+def test_expbench_task_of_the_wrong_type_is_422_not_500(
+    service: Service, example: dict[str, Any], question: dict[str, Any], field: str
+) -> None:
+    body = {**fresh_request(example), "task_format": "expbench",
+            "task": {"paper_id": "1234", "index": 0, "question": question}}
+    with service.client() as client:
+        response = client.post("/v1/grade", json=body)
+    assert response.status_code == 422, response.text
+    assert field in response.json()["error"]["field"]
+
+
 def test_unknown_ids_and_routes_are_json_404s(service: Service) -> None:
     with service.client() as client:
         for path in ("/v1/grades/nope", "/v1/jobs/nope", "/v1/rubrics/nope", "/v1/nothing-here"):

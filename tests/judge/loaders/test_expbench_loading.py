@@ -111,3 +111,31 @@ def test_native_submission_errors_name_the_field(tmp_path: Path) -> None:
     path.write_text(json.dumps({"submission_id": "s", "execution": {"exit_code": "zero"}}))
     with pytest.raises(SubmissionFormatError, match=r"execution\.exit_code"):
         load_submission_file(path)
+
+
+@pytest.mark.parametrize(
+    ("question", "field"),
+    [
+        ({"question": "q", "expected_outcome": 5}, r"questions\[0\]\.expected_outcome"),
+        ({"question": "q", "design_complexity": {"constant_variables": {"": "x"}}},
+         r"questions\[0\]\.design_complexity\.constant_variables"),
+    ],
+)
+def test_task_entries_of_the_wrong_type_are_format_errors_naming_file_and_field(
+    tmp_path: Path, question: dict[str, object], field: str
+) -> None:
+    path = tmp_path / "1_complete_final.json"
+    path.write_text(json.dumps({"questions": [question]}))
+    with pytest.raises(TaskFormatError, match=f"^{tmp_path}.*:{field}"):
+        load_task_file(path, 0)
+
+
+@pytest.mark.parametrize("name", ["1_task_index_0_iter_1_duration_1_eval_gen.json", "output.json"])
+def test_expbench_outputs_with_odd_types_are_read_or_named(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text(json.dumps({"design": [1, "lr"], "conclusion": 3}))
+    submission = load_submission_file(path)
+    assert submission.design == ["1", "lr"] and submission.conclusion == "3"
+    path.write_text(json.dumps({"design": 5}))
+    with pytest.raises(SubmissionFormatError, match=r":design: design must be text"):
+        load_submission_file(path)
