@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection
 
-from judge.errors import InputError, JudgeConfigError
+from judge.errors import InputError
 from judge.grading import Grader, fingerprint_for
 from judge.jobs import metrics
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
 from judge.judges.base import Judge
-from judge.judges.registry import EMBEDDED, build_judge
+from judge.judges.registry import EMBEDDED, build_judge, check_routable
 from judge.models import CalibrationStatus, Grade, Rubric, Usage
 from judge.rubric_loader import load_rubric
 from judge.settings import Settings, get_settings
@@ -122,7 +122,7 @@ class GradingRuntime:
         if cached is not None:
             return cached
         if key[0] != EMBEDDED:
-            _check_model(key[0])
+            check_routable(key[0], field="judge.spec")
         built = build_judge(
             key[0],
             samples=selection.samples,
@@ -264,15 +264,3 @@ def _observe(result: ItemResult, seconds: float) -> None:
     metrics.LLM_TOKENS.labels("completion").inc(usage.completion_tokens)
     metrics.LLM_COST.inc(usage.cost_usd)
     metrics.CACHE_HITS.inc(usage.cache_hits)
-
-
-def _check_model(model: str) -> None:
-    import litellm
-
-    litellm.suppress_debug_info = True
-    try:
-        litellm.get_llm_provider(model)
-    except Exception as exc:  # litellm raises BadRequestError for a model it cannot route
-        raise JudgeConfigError(
-            f"litellm cannot route model {model!r}: use 'embedded' or 'provider/model'", field="judge.spec"
-        ) from exc

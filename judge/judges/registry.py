@@ -31,7 +31,7 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
         max_concurrency: LLM calls in flight at once (default: settings.llm_max_concurrency).
 
     Raises:
-        JudgeConfigError: for an empty spec or a bad sample count.
+        JudgeConfigError: for an empty spec, a model string litellm cannot route or a bad sample count.
     """
     spec = spec.strip()
     if not spec:
@@ -42,6 +42,7 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
         if samples != 1:
             raise JudgeConfigError("the embedded judge is deterministic: samples must be 1", field="samples")
         return EmbeddedJudge()
+    check_routable(spec)
     from judge.judges.llm import LLMJudge
 
     settings = get_settings()
@@ -52,3 +53,23 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
     return LLMJudge(spec, samples=samples, fallback=EmbeddedJudge(), cache=cache, api_base=base, api_key=key,
                     max_concurrency=max_concurrency or settings.llm_max_concurrency,
                     token_budget=settings.llm_token_budget)
+
+
+def check_routable(model: str, *, field: str = "judge") -> None:
+    """Fail fast on a model string litellm cannot route (no provider), before any call is made.
+
+    Without this check every LLM leaf of every grade would end `unscored` with a judge error, after a
+    request per call, for what is a typo in the configuration.
+
+    Raises:
+        JudgeConfigError: naming `field`.
+    """
+    import litellm
+
+    litellm.suppress_debug_info = True  # else litellm prints its provider list to stdout
+    try:
+        litellm.get_llm_provider(model)
+    except Exception as exc:  # litellm raises BadRequestError for a model it cannot route
+        raise JudgeConfigError(
+            f"litellm cannot route model {model!r}: use 'embedded' or 'provider/model'", field=field
+        ) from exc

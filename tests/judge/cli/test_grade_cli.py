@@ -61,6 +61,8 @@ def test_published_schemas_are_current() -> None:
           "--rubric", "nope"], 3, "unknown rubric 'nope'"),
         (["--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN),
           "--judge", "embedded", "--samples", "3"], 3, "samples must be 1"),
+        (["--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN),
+          "--judge", "nonsense"], 3, "litellm cannot route model 'nonsense'"),
     ],
 )
 def test_bad_input_gives_a_message_and_exit_code(args: list[str], code: int, message: str) -> None:
