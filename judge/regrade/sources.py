@@ -6,9 +6,10 @@ outputs live in another tree, e.g. `curie_6cacefa` beside `curie_b1f623b`): thos
 paired with the runs by run id (paper, task, iteration, agent and model, all read from the
 relative path), so every old judging of a run sits next to the new grade.
 
-A native JSONL file holds one `{"task": {...}, "submission": {...}}` object per line; a
-line's run id is its submission's `run_id`, else its `submission_id`. FML-bench run folders
-anywhere under a folder are runs too (judge/regrade/fmlbench_source.py).
+A native JSONL file holds one `{"task": {...}, "submission": {...}}` object per line
+(judge/regrade/native_jsonl.py); a line's run id is its submission's `run_id`, else its
+`submission_id`. FML-bench run folders anywhere under a folder are runs too
+(judge/regrade/fmlbench_source.py).
 """
 
 from __future__ import annotations
@@ -18,13 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic_core import from_json, to_json
-
 from judge.errors import InputError, SubmissionFormatError, TaskFormatError
 from judge.loaders.expbench import RUN_FILE, ExpBenchRun, describe_run, load_expbench_tasks, submission_from_run
-from judge.loaders.native import parse_submission, parse_task
 from judge.models import Submission, Task, content_hash
 from judge.regrade.fmlbench_source import FmlbenchRun, find_run_folders, fmlbench_runs
+from judge.regrade.native_jsonl import read_native_lines, reload_native_submission
 
 JUDGE_SUFFIX = "_eval_judge.json"
 GEN_SUFFIX = "_eval_gen.json"
@@ -84,11 +83,7 @@ class RunRef:
         if self.fmlbench is not None:
             return self.fmlbench.load_submission(self.run_id)
         assert self.line is not None  # a native run always has its line
-        path, offset = self.line
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            raw = handle.readline()
-        submission = _native_submission(_json_line(raw, f"{path}@{offset}"), self.origin)
+        submission = reload_native_submission(*self.line, self.origin)
         return submission.model_copy(update={"run_id": self.run_id})
 
 
@@ -245,57 +240,19 @@ def _conclusion(value: Any, path: Path) -> bool | None:
     raise SubmissionFormatError(f"expected 'correct' or 'incorrect', got {value!r}", field=f"{path}:conclusion_score")
 
 
-def _json_line(raw: bytes, where: str) -> Any:
-    try:
-        return from_json(raw)  # pydantic-core's parser: the same result as json.loads, ~2.5x faster
-    except ValueError as exc:
-        raise SubmissionFormatError(f"malformed JSON line: {exc}", field=where) from None
-
-
-def _native_submission(data: Any, where: str) -> Submission:
-    if not isinstance(data, dict) or "submission" not in data:
-        raise SubmissionFormatError('expected {"task": {...}, "submission": {...}}', field=where)
-    return parse_submission(data["submission"], field=f"{where}:submission")
-
-
-def _read_jsonl(path: Path, table: TaskTable, problems: list[str]) -> list[RunRef]:
-    """The runs of a native JSONL file; a line that does not read (a torn last line, a bad field) is
-    listed in `problems` with its line number, and the other lines go on."""
-    runs: list[RunRef] = []
-    offset = 0
-    task_keys: dict[bytes, str] = {}  # a task repeated on many lines is validated and hashed once
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            start, offset = offset, offset + len(raw)
-            if not raw.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                data = _json_line(raw, where)
-                if not isinstance(data, dict) or "task" not in data:
-                    raise TaskFormatError('expected {"task": {...}, "submission": {...}}', field=where)
-                raw_task = to_json(data["task"])  # same producer, same key order: a repeated task is a memo hit
-                task_key = task_keys.get(raw_task)
-                if task_key is None:
-                    task = parse_task(data["task"], field=f"{where}:task")
-                    task_key = task_keys[raw_task] = table.add_native(task)
-                submission = _native_submission(data, where)
-            except InputError as exc:
-                problems.append(str(exc))
-                continue
-            runs.append(
-                RunRef(
-                    run_id=submission.run_id or submission.submission_id,
-                    kind="native",
-                    task_key=task_key,
-                    origin=where,
-                    agent=submission.agent,
-                    paper_id=table.task(task_key).paper_id,
-                    line=(path, start),
-                    submission_id=submission.submission_id,
-                    submission_hash=submission.content_hash(),
-                )
-            )
+def _native_runs(path: Path, table: TaskTable, problems: list[str]) -> list[RunRef]:
+    task_keys: dict[int, str] = {}  # lines repeating a task share one Task object: hash it once
+    runs = []
+    for line in read_native_lines(path, problems):
+        task_key = task_keys.get(id(line.task))
+        if task_key is None:
+            task_key = task_keys[id(line.task)] = table.add_native(line.task)
+        submission = line.submission
+        runs.append(RunRef(
+            run_id=submission.run_id or submission.submission_id, kind="native", task_key=task_key,
+            origin=line.origin, agent=submission.agent, paper_id=line.task.paper_id, line=(path, line.offset),
+            submission_id=submission.submission_id, submission_hash=submission.content_hash(),
+        ))
     return runs
 
 
@@ -339,7 +296,7 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
         if not path.exists():
             raise InputError("no such file or folder", field=str(path))
         if path.is_file() and path.suffix == ".jsonl":
-            native += _read_jsonl(path, table, problems)
+            native += _native_runs(path, table, problems)
         elif path.is_dir() or RUN_FILE.match(path.name):
             fml_folders += find_run_folders(path) if path.is_dir() else []
             runs, olds = _expbench_runs(path, problems)
