@@ -24,7 +24,7 @@ from judge.jobs.runtime import cacheable, upstream_down
 from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
-from judge.judges.registry import EMBEDDED, build_judge
+from judge.judges.registry import EMBEDDED, build_judge, check_routable
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Usage
 from judge.regrade.costing import Budget, Price, RunEstimate, estimate_run, price_for
 from judge.regrade.export import OutputWriter, RunRecord
@@ -86,15 +86,7 @@ class Regrader:
         spec, samples = self.options.judge.strip(), self.options.samples
         if spec == EMBEDDED or not spec:
             return build_judge(spec, samples=samples)  # raises JudgeConfigError for bad arguments
-        import litellm
-
-        litellm.suppress_debug_info = True
-        try:
-            litellm.get_llm_provider(spec)
-        except Exception as exc:  # litellm raises BadRequestError for a model it cannot route
-            raise JudgeConfigError(
-                f"litellm cannot route model {spec!r}: use 'embedded' or 'provider/model'", field="--judge"
-            ) from exc
+        check_routable(spec, field="--judge")
         if samples < 1:
             raise JudgeConfigError("samples must be at least 1", field="--samples")
         # As build_judge makes it (same fingerprint), plus the shared limiter around every request.

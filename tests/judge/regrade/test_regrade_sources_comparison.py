@@ -116,3 +116,17 @@ def test_regrade_cli_grades_the_good_lines_of_a_torn_jsonl_and_exits_1(tmp_path:
     assert [g["run_id"] for g in grades] == [lines[0]["submission"]["run_id"]]
     summary = json.loads((out / "summary.json").read_text())
     assert len(summary["problems"]) == 1 and "runs.jsonl:2" in summary["problems"][0]
+
+
+def test_regrade_refuses_a_model_litellm_cannot_route_before_any_work(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from judge.cli.main import _register_commands, app
+
+    runs = write_jsonl(tmp_path / "runs.jsonl", variations(expbench_task(SMALL_TASKS[0]), limit=1))
+    _register_commands()
+    result = CliRunner().invoke(app, ["regrade", str(runs), "--out", str(tmp_path / "out"), "--judge", "no-such-model",
+                                      "--database-url", f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"])
+    assert result.exit_code == 3, result.output
+    assert "--judge" in result.output and "cannot route" in result.output
+    assert not (tmp_path / "store.db").exists()
