@@ -14,13 +14,14 @@ rater's copy) keeps the first file's text and is noted in the warnings.
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.items import CLAIM_CRITERION, ClaimItem
-from calibration.labels import HumanLabel, LabelSet
+from calibration.labels import HumanLabel, LabelSet, read_label_text
 from judge.errors import InputError
 
 CRSCORE_CLASSES: dict[int, str] = {1: "correct", 0: "incorrect", -1: "unverifiable", -2: "incomplete"}
@@ -65,7 +66,7 @@ def _column(header: list[str], path: Path, name: str, *, prefix: bool = False, r
 
 def _rows(path: Path) -> Iterator[_Row]:
     """Rows of one annotation CSV with their diff group, claim position and starting line number."""
-    with path.open(newline="", encoding="utf-8-sig") as fh:
+    with io.StringIO(read_label_text(path, "CRScore file"), newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:

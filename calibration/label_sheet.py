@@ -9,6 +9,7 @@ is a unit nobody has labelled yet and is skipped (counted in `LabelSet.warnings`
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from calibration.labels import HumanLabel, Label, LabelSet, check_consistency
+from calibration.labels import HumanLabel, Label, LabelSet, check_consistency, read_label_text
 from judge.errors import InputError
 from judge.models import Grade
 
@@ -48,10 +49,7 @@ def read_label_csv(path: str | Path) -> LabelSet:
             `file:line` for a row that is not a valid label.
     """
     p = Path(path)
-    try:
-        fh = p.open(newline="", encoding="utf-8-sig")  # utf-8-sig: spreadsheets often write a BOM
-    except OSError as exc:
-        raise InputError(f"cannot read label sheet: {exc.strerror}", field=str(p)) from exc
+    fh = io.StringIO(read_label_text(p, "label sheet"), newline="")
     labels: list[HumanLabel] = []
     where: list[str] = []
     unlabelled = 0

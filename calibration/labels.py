@@ -310,6 +310,25 @@ def _location(path: Path, line: int) -> str:
     return f"{path}:{line}"
 
 
+def read_label_text(path: Path, what: str) -> str:
+    """The text of a labels file (UTF-8, a spreadsheet's BOM dropped).
+
+    Raises:
+        InputError: naming the file when it cannot be read, and `file:line` for bytes that are not UTF-8
+            (a sheet saved as Latin-1 or UTF-16, say).
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", field=str(path)) from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8",
+                         field=f"{path}:{line}") from None
+
+
 def read_labels(path: str | Path) -> LabelSet:
     """Read a labels JSONL file (docs/labels-format.md); blank lines are skipped.
 
@@ -318,10 +337,7 @@ def read_labels(path: str | Path) -> LabelSet:
             for a duplicate or inconsistent label; or when the file holds no labels at all.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(f"cannot read labels file: {exc.strerror}", field=str(p)) from exc
+    text = read_label_text(p, "labels file")
     labels: list[HumanLabel] = []
     where: list[str] = []
     for n, line in enumerate(text.splitlines(), start=1):

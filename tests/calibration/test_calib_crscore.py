@@ -104,3 +104,12 @@ def test_real_crscore_counts_match_an_independent_read(
     with (shared_crscore / f"{lang}_claim_acc_annot_atharva.csv").open(newline="") as fh:
         n_diffs = sum(1 for row in list(csv.reader(fh))[1:] if row[0].strip())
     assert len({i.group_id for i in items}) == n_diffs
+
+
+def test_non_utf8_file_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "py_claim_acc_annot_x.csv"
+    bad.write_bytes('id,index,diff,claim,"Correctness\n1 - correct"\n1,7,"+ x = 1",claim sûr,1\n'.encode("latin-1"))
+    with pytest.raises(InputError, match="not UTF-8") as err:
+        load_crscore(tmp_path)
+    assert err.value.field == f"{bad}:3"
+

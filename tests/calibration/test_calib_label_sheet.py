@@ -106,3 +106,11 @@ def test_sheet_errors_name_file_and_line(tmp_path: Path) -> None:
     blank.write_text("item_id,leaf_id,rater_id,label,note\nx,l,r,,\n")
     with pytest.raises(InputError, match="no row"):
         read_label_csv(blank)
+
+
+def test_non_utf8_sheet_names_file_and_line(tmp_path: Path) -> None:
+    sheet = tmp_path / "latin1.csv"
+    sheet.write_bytes("item_id,leaf_id,rater_id,label,note\nx,l,r,1,très bien\n".encode("latin-1"))
+    with pytest.raises(InputError, match="not UTF-8") as err:
+        read_label_csv(sheet)
+    assert err.value.field == f"{sheet}:2"

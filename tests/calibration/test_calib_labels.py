@@ -153,3 +153,13 @@ def test_load_labelled_set_dispatches_on_the_path(tmp_path: Path, mini_crscore: 
     ):
         with pytest.raises(InputError, match=msg):
             load_labelled_set(bad)
+
+
+def test_non_utf8_labels_file_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    good = '{"item_id": "a", "leaf_id": "x", "rater_id": "r", "label": 1}\n'
+    bad = '{"item_id": "b", "leaf_id": "x", "rater_id": "r", "label": "é"}\n'
+    path.write_bytes(good.encode() + bad.encode("latin-1"))
+    with pytest.raises(InputError, match="not UTF-8") as err:
+        read_labels(path)
+    assert err.value.field == f"{path}:2"
