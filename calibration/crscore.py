@@ -205,5 +205,8 @@ def load_crscore(
                 )
             )
     if not items:
-        raise InputError(f"no files for languages {list(languages or [])}", field=str(root))
+        present = {m["lang"] for f in crscore_files(root) if (m := FILE_PATTERN.match(f.name))}
+        if languages is not None and not present & set(languages):
+            raise InputError(f"no files for languages {list(languages)}", field=str(root))
+        raise InputError("the CRScore files hold no claims", field=str(root))
     return list(items.values()), LabelSet(labels=labels, source=str(root), warnings=warnings)

@@ -113,3 +113,10 @@ def test_non_utf8_file_names_file_and_line(tmp_path: Path) -> None:
         load_crscore(tmp_path)
     assert err.value.field == f"{bad}:3"
 
+
+def test_files_with_a_header_only_hold_no_claims(tmp_path: Path) -> None:
+    (tmp_path / "py_claim_acc_annot_x.csv").write_text('id,index,diff,claim,"Correctness\n1 - correct"\n')
+    with pytest.raises(InputError, match="hold no claims"):
+        load_crscore(tmp_path)
+    with pytest.raises(InputError, match=r"no files for languages \['java'\]"):
+        load_crscore(tmp_path, languages=["java"])
