@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from judge.models.hashing import content_hash
 from judge.models.process_inputs import ProcessInputs, hashed_process_inputs
@@ -13,12 +13,22 @@ VariableRole = Literal["constant", "independent", "dependent"]
 VARIABLE_ROLES: tuple[VariableRole, ...] = ("constant", "independent", "dependent")
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or blank")
+    return value
+
+
+# A ground-truth item that says nothing cannot be graded: as a leaf it would only ever fail.
+GroundTruthText = Annotated[str, AfterValidator(_not_blank)]
+
+
 class DesignVariable(BaseModel):
     """One ground-truth design variable: its name, role and the values it takes."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1)
+    name: GroundTruthText = Field(min_length=1)
     role: VariableRole
     description: str = ""
     values: list[str] = Field(default_factory=list)
@@ -47,7 +57,7 @@ class Task(BaseModel):
     question: str = ""
     method: str | None = None
     design_variables: list[DesignVariable] | None = None
-    requirements: list[str] = Field(default_factory=list)
+    requirements: list[GroundTruthText] = Field(default_factory=list)
     expected_outcome: str | None = None
     ground_truth_diff: str | None = None
     expected_artifacts: list[str] = Field(

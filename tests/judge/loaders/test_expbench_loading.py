@@ -9,7 +9,7 @@ import pytest
 
 from judge.errors import SubmissionFormatError, TaskFormatError
 from judge.loaders.expbench import iter_runs, load_expbench_tasks, requirements_from_method, task_from_expbench
-from judge.loaders.native import load_submission_file, load_task_file, load_tasks_file
+from judge.loaders.native import load_submission_file, load_task_file, load_tasks_file, parse_task
 
 
 def test_all_461_tasks_load(shared_data: Path) -> None:
@@ -139,3 +139,16 @@ def test_expbench_outputs_with_odd_types_are_read_or_named(tmp_path: Path, name:
     path.write_text(json.dumps({"design": 5}))
     with pytest.raises(SubmissionFormatError, match=r":design: design must be text"):
         load_submission_file(path)
+
+
+@pytest.mark.parametrize(
+    ("task", "field"),
+    [
+        ({"task_id": "t", "requirements": ["Train X", "  "]}, "task.requirements.1"),
+        ({"task_id": "t", "design_variables": [{"name": " ", "role": "constant"}]}, "task.design_variables.0.name"),
+    ],
+)
+def test_blank_ground_truth_items_are_rejected_not_graded_as_fails(task: dict[str, object], field: str) -> None:
+    with pytest.raises(TaskFormatError, match="must not be empty or blank") as err:
+        parse_task(task)
+    assert err.value.field == field
