@@ -34,8 +34,9 @@ class TrajectoryStep(BaseModel):
     ran: bool = True
     succeeded: bool | None = None
     metric: float | None = None
-    tokens: int | None = None
-    seconds: float | None = None
+    # Costs add up into run totals: a negative one is a broken record, not a refund.
+    tokens: int | None = Field(default=None, ge=0)
+    seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class Submission(BaseModel):

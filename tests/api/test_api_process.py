@@ -39,3 +39,12 @@ def test_process_metrics_take_the_final_test_and_improvement_range(service: Serv
         infinite = client.post("/v1/process", content=b'{"steps": [], "baseline_metric": Infinity}',
                                headers={"Content-Type": "application/json"})
         assert infinite.status_code == 422 and "baseline_metric" in infinite.text
+
+
+@pytest.mark.parametrize("service", ["sqlite"], indirect=True)
+def test_negative_step_costs_are_422_not_negative_totals(service: Service) -> None:
+    with service.client() as client:
+        tokens = client.post("/v1/process", json={"steps": [{"step_id": 0, "tokens": -5}]})
+        seconds = client.post("/v1/process", json={"steps": [{"step_id": 0, "seconds": -1.0}]})
+    assert tokens.status_code == 422 and tokens.json()["error"]["field"] == "steps[0].tokens", tokens.text
+    assert seconds.status_code == 422 and seconds.json()["error"]["field"] == "steps[0].seconds", seconds.text

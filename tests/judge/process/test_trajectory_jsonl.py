@@ -143,6 +143,8 @@ def test_a_bare_jsonl_file_without_run_info(tmp_path: Path) -> None:
     [
         ('{"step_id": 0}\n{"step_id": 1, "ran": tru}\n', "malformed JSON"),
         ('{"step_id": 0}\n\n{"step_id": "one"}\n', "not a trajectory step"),
+        ('{"step_id": 0}\n{"step_id": 1, "tokens": -5}\n', "tokens"),
+        ('{"step_id": 0, "seconds": -1.5}\n', "seconds"),
     ],
 )
 def test_bad_jsonl_lines_are_named(tmp_path: Path, content: str, message: str) -> None:
