@@ -150,20 +150,25 @@ def _positional_items(item: type[BaseModel], leaf_labels: dict[str, tuple[str, .
     stays with the pydantic model: a looser list, so an API model that leaves a leaf out
     loses that leaf only (it becomes unscored), not the whole call.
     """
-    base = item.model_json_schema()
-    base.pop("title", None)
+
+    def layout(schema: dict[str, Any]) -> None:
+        base = item.model_json_schema()
+        base.pop("title", None)
+        schema.pop("items", None)
+        slots = _slots(base, leaf_labels)
+        schema.update(prefixItems=slots, items=False, minItems=len(slots), maxItems=len(slots))
+
+    return layout
+
+
+def _slots(base: dict[str, Any], leaf_labels: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
     slots = []
     for alias, labels in leaf_labels.items():
         slot = copy.deepcopy(base)
         slot["properties"]["leaf_id"] = {"const": alias, "type": "string"}
         slot["properties"]["verdict"] = {"enum": list(labels), "type": "string"}
         slots.append(slot)
-
-    def layout(schema: dict[str, Any]) -> None:
-        schema.pop("items", None)
-        schema.update(prefixItems=slots, items=False, minItems=len(slots), maxItems=len(slots))
-
-    return layout
+    return slots
 
 
 def build_answer_model(leaf_labels: dict[str, tuple[str, ...]]) -> type[JudgeAnswerBase]:
@@ -185,6 +190,17 @@ def build_answer_model(leaf_labels: dict[str, tuple[str, ...]]) -> type[JudgeAns
 
 
 @functools.lru_cache(maxsize=4096)
+def _item_model(aliases: tuple[str, ...], labels: tuple[str, ...]) -> type[LeafVerdictBase]:
+    # Shared by every layout with these aliases (L1..Ln) and this label union.
+    return create_model(
+        "LeafVerdict",
+        __base__=LeafVerdictBase,
+        leaf_id=(_literal(aliases), Field(description="Id of the leaf, e.g. L1.")),
+        verdict=(_literal(labels), ...),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
 def _answer_model(leaf_labels_items: tuple[tuple[str, tuple[str, ...]], ...]) -> type[JudgeAnswerBase]:
     # Building a model class and its schema costs milliseconds; calls with the same aliases and
     # labels (most calls: L1..Ln with a rubric's few label sets) share one class.
@@ -192,12 +208,7 @@ def _answer_model(leaf_labels_items: tuple[tuple[str, tuple[str, ...]], ...]) ->
     labels: list[str] = []
     for values in leaf_labels.values():
         labels.extend(v for v in values if v not in labels)
-    item = create_model(
-        "LeafVerdict",
-        __base__=LeafVerdictBase,
-        leaf_id=(_literal(list(leaf_labels)), Field(description="Id of the leaf, e.g. L1.")),
-        verdict=(_literal(labels), ...),
-    )
+    item = _item_model(tuple(leaf_labels), tuple(labels))
     answer = create_model(
         "GradeLeaves",
         __base__=JudgeAnswerBase,
@@ -208,9 +219,27 @@ def _answer_model(leaf_labels_items: tuple[tuple[str, tuple[str, ...]], ...]) ->
     return answer
 
 
+def pydantic_schema(model: type[JudgeAnswerBase]) -> dict[str, Any]:
+    """The schema of an answer model as pydantic generates it (milliseconds: see `_default_schema`)."""
+    return super(JudgeAnswerBase, model).model_json_schema()
+
+
+@functools.lru_cache(maxsize=1)
+def _one_leaf_schema() -> dict[str, Any]:
+    return pydantic_schema(_answer_model((("L1", BINARY_LABELS),)))
+
+
 @functools.lru_cache(maxsize=4096)
 def _default_schema(model: type[JudgeAnswerBase]) -> dict[str, Any]:
-    return super(JudgeAnswerBase, model).model_json_schema()
+    # A call's schema is the one-leaf schema with its own slots, laid out as `_positional_items`
+    # does: the same dict, key order included, as pydantic would generate (a test checks), without
+    # running pydantic's generator per call (calls rarely share a leaf layout across tasks).
+    schema = cast(dict[str, Any], from_json(to_json(_one_leaf_schema())))
+    verdicts = schema["properties"]["verdicts"]
+    slot = dict(verdicts["prefixItems"][0])
+    verdicts.update(prefixItems=_slots(slot, model.allowed_labels), minItems=len(model.allowed_labels),
+                    maxItems=len(model.allowed_labels))
+    return schema
 
 
 def answer_schema(model: type[JudgeAnswerBase]) -> dict[str, Any]:
