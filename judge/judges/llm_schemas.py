@@ -213,7 +213,7 @@ def _answer_model(leaf_labels_items: tuple[tuple[str, tuple[str, ...]], ...]) ->
         "GradeLeaves",
         __base__=JudgeAnswerBase,
         __doc__="Record one verdict for every leaf.",
-        verdicts=(list[item], Field(json_schema_extra=_positional_items(item, leaf_labels))),
+        verdicts=(cast(Any, list)[item], Field(json_schema_extra=_positional_items(item, leaf_labels))),
     )
     answer.allowed_labels = dict(leaf_labels)
     return answer
