@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from judge.errors import ExpjudgeError, InputError, JudgeCallError, UnknownRubricError
 from judge.jobs import IdempotencyKeyReusedError, JobBusyError
+from judge.validation_paths import input_path
 
 log = logging.getLogger("api")
 
@@ -126,17 +127,24 @@ async def _library_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(status, code, message, field=field, headers=headers)
 
 
+def _detail(error: Any, body: Any) -> dict[str, str]:
+    loc = list(error.get("loc", ()))
+    if error.get("type") == "json_invalid":  # loc is ("body", character offset): no field to name
+        at = f" at character {loc[1]}" if len(loc) > 1 else ""
+        reason = (error.get("ctx") or {}).get("error") or error.get("msg", "")
+        return {"field": "body", "message": f"malformed JSON{at}: {reason}", "type": "json_invalid"}
+    if loc[:1] == ["body"]:
+        loc = ["body", *input_path(loc[1:], body)]
+    return {"field": field_path(loc), "message": error.get("msg", ""), "type": error.get("type", "")}
+
+
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    details = [
-        {
-            "field": field_path(error.get("loc", ())),
-            "message": error.get("msg", ""),
-            "type": error.get("type", ""),
-        }
-        for error in exc.errors()
-    ]
-    first = details[0] if details else {"field": "body", "message": "invalid request"}
+    details = [_detail(error, exc.body) for error in exc.errors()]
+    first = details[0] if details else {"field": "body", "message": "invalid request", "type": ""}
+    # The branches of a union fail together ("not an object", "too short"): the error about the value
+    # itself says more than the one about a branch of another type.
+    first = next((d for d in details if d["field"] == first["field"] and not d["type"].endswith("_type")), first)
     return error_response(
         422, "invalid_request", f"{first['field']}: {first['message']}", field=first["field"], details=details
     )

@@ -18,11 +18,12 @@ from judge.loaders.expbench import (
 )
 from judge.models import Submission, Task
 from judge.models.process_inputs import legacy_process_inputs
+from judge.validation_paths import input_path
 
 
-def _first_error(exc: ValidationError, prefix: str) -> tuple[str, str]:
+def _first_error(exc: ValidationError, data: Any, prefix: str) -> tuple[str, str]:
     error = exc.errors()[0]
-    loc = ".".join(str(p) for p in error["loc"])
+    loc = ".".join(str(p) for p in input_path(error["loc"], data))
     return error["msg"], f"{prefix}.{loc}" if loc else prefix
 
 
@@ -33,7 +34,7 @@ def parse_task(data: Any, *, field: str = "task") -> Task:
     try:
         task = Task.model_validate(data)
     except ValidationError as exc:
-        msg, where = _first_error(exc, field)
+        msg, where = _first_error(exc, data, field)
         raise TaskFormatError(msg, field=where) from None
     # Process-metric keys older clients put in metadata: a wrong type is named now, not met at grading.
     legacy_process_inputs(task.metadata, field=field, error=TaskFormatError)
@@ -47,7 +48,7 @@ def parse_submission(data: Any, *, field: str = "submission") -> Submission:
     try:
         submission = Submission.model_validate(data)
     except ValidationError as exc:
-        msg, where = _first_error(exc, field)
+        msg, where = _first_error(exc, data, field)
         raise SubmissionFormatError(msg, field=where) from None
     legacy_process_inputs(submission.metadata, field=field, error=SubmissionFormatError)
     return submission

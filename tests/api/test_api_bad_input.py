@@ -71,7 +71,9 @@ def test_streamed_body_is_cut_off_at_the_limit(service: Service) -> None:
     [
         (lambda r: r["task"].update(requirements="not a list"), "task.requirements"),
         (lambda r: r["submission"].pop("submission_id"), "submission.submission_id"),
-        (lambda r: r.update(judge={"spec": "embedded", "samples": 0}), "judge.JudgeSelection.samples"),
+        (lambda r: r.update(judge={"spec": "embedded", "samples": 0}), "judge.samples"),
+        (lambda r: r.update(judge=""), "judge"),
+        (lambda r: r["submission"].update(design=5), "submission.design"),
         (lambda r: r.update(mode="later"), "mode"),
         (lambda r: r.update(rubric="../../etc/passwd.yaml"), "rubric"),
         (lambda r: r.update(unexpected=1), "unexpected"),
@@ -109,6 +111,8 @@ def test_unknown_rubric_and_unroutable_judge_are_422(service: Service, example: 
     assert judge.status_code == 422 and judge.json()["error"]["field"] == "judge.spec"
     assert batch.status_code == 422 and batch.json()["error"]["field"] == "items[1].task.task_id"
     assert malformed.status_code == 422
+    assert malformed.json()["error"]["field"] == "body"
+    assert "malformed JSON at character 1" in malformed.json()["error"]["message"]
 
 
 def test_expbench_task_format_is_read_and_its_errors_named(service: Service, example: dict[str, Any]) -> None:

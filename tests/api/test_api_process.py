@@ -48,3 +48,12 @@ def test_negative_step_costs_are_422_not_negative_totals(service: Service) -> No
         seconds = client.post("/v1/process", json={"steps": [{"step_id": 0, "seconds": -1.0}]})
     assert tokens.status_code == 422 and tokens.json()["error"]["field"] == "steps[0].tokens", tokens.text
     assert seconds.status_code == 422 and seconds.json()["error"]["field"] == "steps[0].seconds", seconds.text
+
+
+
+@pytest.mark.parametrize("service", ["sqlite"], indirect=True)
+def test_errors_in_union_fields_name_the_field_not_the_branch(service: Service) -> None:
+    with service.client() as client:
+        response = client.post("/v1/process", json={"steps": [], "test": {"metric": [1]}})
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["field"] == "test.metric"

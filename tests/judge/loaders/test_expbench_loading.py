@@ -152,3 +152,11 @@ def test_blank_ground_truth_items_are_rejected_not_graded_as_fails(task: dict[st
     with pytest.raises(TaskFormatError, match="must not be empty or blank") as err:
         parse_task(task)
     assert err.value.field == field
+
+
+def test_errors_in_union_fields_name_the_field_not_the_pydantic_branch(tmp_path: Path) -> None:
+    path = tmp_path / "sub.json"
+    path.write_text(json.dumps({"submission_id": "s", "design": 5}))
+    with pytest.raises(SubmissionFormatError) as err:
+        load_submission_file(path)
+    assert err.value.field == f"{path}.design"
