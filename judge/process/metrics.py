@@ -34,6 +34,8 @@ def load_run(path: Path, *, baseline_dir: Path | None = None) -> ProcessRun:
         )
     if path.is_file() and path.suffix == ".jsonl":
         return load_trajectory_run(path, baseline_dir=baseline_dir)
+    if path.exists():
+        raise InputError(f"expected a run folder or a {Path(TRAJECTORY_FILE).suffix} trajectory file", field=str(path))
     raise InputError("run directory does not exist", field=str(path))
 
 

@@ -109,11 +109,14 @@ def test_process_help_shows_both_forms() -> None:
         ("missing", "run directory does not exist"),
         ("empty", "no summary.json"),
         ("malformed", "malformed JSON"),
+        ("file", "expected a run folder or a .jsonl trajectory file"),
     ],
 )
 def test_bad_input_exits_non_zero_with_a_message(tmp_path: Path, setup: str, message: str) -> None:
     run_dir = tmp_path / "run"
-    if setup != "missing":
+    if setup == "file":
+        run_dir.write_text("{}")
+    elif setup != "missing":
         run_dir.mkdir()
     if setup == "malformed":
         (run_dir / "summary.json").write_text("{not json")
@@ -140,3 +143,5 @@ def test_the_baseline_test_metric_can_be_given(stopped_run: Path) -> None:
     data = json.loads(result.stdout)
     assert (data["baseline_test_metric"], data["baseline_metric"]) == (0.55, 0.5)
     assert data["normalized_improvement"] == pytest.approx(0.05)  # test 0.6 against 0.55, range [0, 1]
+
+
