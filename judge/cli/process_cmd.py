@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
@@ -82,6 +83,11 @@ def _choice(value: str | None, allowed: tuple[str, ...], option: str) -> str | N
     return value
 
 
+# Options by the model field they set, for validation errors.
+_OPTION_OF = {"best": "--best", "worst": "--worst", "baseline_test_metric": "--baseline-test",
+              "cluster_threshold": "--cluster-threshold", "budget": "--budget"}
+
+
 def _options(
     budget: int | None,
     best: float | None,
@@ -94,22 +100,27 @@ def _options(
     value_range = None
     if (best is None) != (worst is None):
         raise InputError("give --best and --worst together", field="--best/--worst")
-    if best is not None and worst is not None:
-        try:
-            worst_value: float | str = worst if worst == "baseline" else float(worst)
-        except ValueError as exc:
-            raise InputError("must be a number or 'baseline'", field="--worst") from exc
-        value_range = ImprovementRange.model_validate({"best": best, "worst": worst_value, "source": "option"})
     chosen: Any = _choice(direction, ("higher", "lower"), "--direction")
     metric_direction: MetricDirection | None = chosen
-    return ProcessOptions(
-        budget=budget,
-        improvement_range=value_range,
-        metric_direction=metric_direction,
-        baseline_test_metric=baseline_test,
-        cluster_threshold=threshold,
-        embed_code=not no_embed,
-    )
+    try:
+        if best is not None and worst is not None:
+            try:
+                worst_value: float | str = worst if worst == "baseline" else float(worst)
+            except ValueError as exc:
+                raise InputError("must be a number or 'baseline'", field="--worst") from exc
+            value_range = ImprovementRange.model_validate({"best": best, "worst": worst_value, "source": "option"})
+        return ProcessOptions(
+            budget=budget,
+            improvement_range=value_range,
+            metric_direction=metric_direction,
+            baseline_test_metric=baseline_test,
+            cluster_threshold=threshold,
+            embed_code=not no_embed,
+        )
+    except ValidationError as exc:  # e.g. --cluster-threshold -1 or --best nan: name the option
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else ""
+        raise InputError(error["msg"], field=_OPTION_OF.get(name, f"--{name.replace('_', '-')}")) from None
 
 
 def _embedder(model_path: Path | None, pooling: str, chunking: str, cache_dir: Path | None) -> CodeEmbedder:

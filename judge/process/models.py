@@ -81,7 +81,7 @@ class ProcessOptions(BaseModel):
     budget: int | None = Field(default=None, ge=1, description="Step budget; overrides the run's own.")
     improvement_range: ImprovementRange | None = None
     metric_direction: MetricDirection | None = Field(default=None, description="Overrides the run's.")
-    baseline_test_metric: float | None = Field(default=None, description="Overrides the run's.")
+    baseline_test_metric: float | None = Field(default=None, allow_inf_nan=False, description="Overrides the run's.")
     cluster_threshold: float = Field(default=0.015, gt=0, lt=2, description="Cosine distance, average linkage.")
     embed_code: bool = Field(default=True, description="False skips the four exploration metrics.")
 

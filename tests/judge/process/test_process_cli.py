@@ -145,3 +145,18 @@ def test_the_baseline_test_metric_can_be_given(stopped_run: Path) -> None:
     assert data["normalized_improvement"] == pytest.approx(0.05)  # test 0.6 against 0.55, range [0, 1]
 
 
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--cluster-threshold", "-1"], "--cluster-threshold: Input should be greater than 0"),
+        (["--cluster-threshold", "nan"], "--cluster-threshold"),
+        (["--best", "nan", "--worst", "0"], "--best: Value error, best must be a finite number"),
+        (["--baseline-test", "nan"], "--baseline-test: Input should be a finite number"),
+    ],
+)
+def test_out_of_range_options_name_the_option(stopped_run: Path, options: list[str], message: str) -> None:
+    result = runner.invoke(app, ["process", str(stopped_run), "--no-embed", *options])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
