@@ -80,6 +80,8 @@ def load_tasks_file(path: Path) -> list[Task]:
 def load_task_file(path: Path, index: int | None = None) -> Task:
     """One task from a file; `index` picks one of several (required when the file holds more than one)."""
     tasks = load_tasks_file(path)
+    if not tasks:
+        raise TaskFormatError("the file holds no tasks", field=str(path))
     if index is None:
         if len(tasks) == 1:
             return tasks[0]

@@ -160,3 +160,13 @@ def test_errors_in_union_fields_name_the_field_not_the_pydantic_branch(tmp_path:
     with pytest.raises(SubmissionFormatError) as err:
         load_submission_file(path)
     assert err.value.field == f"{path}.design"
+
+
+
+@pytest.mark.parametrize("content", ['{"questions": []}', "[]"])
+def test_a_file_without_tasks_says_so(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "1_complete_final.json"
+    path.write_text(content)
+    for index in (None, 0):
+        with pytest.raises(TaskFormatError, match="the file holds no tasks"):
+            load_task_file(path, index)
