@@ -153,10 +153,13 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     codes = {404: "not_found", 405: "method_not_allowed", 413: "content_too_large", 401: "unauthorized"}
+    # FastAPI answers 400 when it cannot decode a JSON body at all (not UTF-8, nested too deeply).
+    field = "body" if exc.status_code == 400 else None
     return error_response(
         exc.status_code,
-        codes.get(exc.status_code, "http_error"),
+        codes.get(exc.status_code, "invalid_request" if field else "http_error"),
         str(exc.detail),
+        field=field,
         headers=dict(exc.headers or {}),
     )
 

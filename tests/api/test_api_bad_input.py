@@ -162,6 +162,14 @@ def test_expbench_task_of_the_wrong_type_is_422_not_500(
     assert field in response.json()["error"]["field"]
 
 
+@pytest.mark.parametrize("content", [b'{"task": "\xff"}', b'{"task": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"])
+def test_a_body_that_does_not_decode_is_a_4xx_naming_the_body(service: Service, content: bytes) -> None:
+    with service.client() as client:
+        response = client.post("/v1/grade", content=content, headers={"Content-Type": "application/json"})
+    assert 400 <= response.status_code < 500, response.text
+    assert response.json()["error"]["field"] == "body"
+
+
 def test_unknown_ids_and_routes_are_json_404s(service: Service) -> None:
     with service.client() as client:
         for path in ("/v1/grades/nope", "/v1/jobs/nope", "/v1/rubrics/nope", "/v1/nothing-here"):
