@@ -19,7 +19,7 @@ from api.schemas import (
     JobAccepted,
     Links,
 )
-from judge.errors import InputError, TaskFormatError
+from judge.errors import InputError, MalformedDiffError, TaskFormatError
 from judge.jobs import GradeItem, JobPayload, SyncGrade, create_job, grade_now
 from judge.loaders.expbench import task_from_expbench
 from judge.loaders.native import parse_submission, parse_task
@@ -110,7 +110,10 @@ def _sync_response(outcome: SyncGrade) -> Response:
                 headers={"Retry-After": str(UPSTREAM_RETRY_AFTER_SECONDS), "X-Job-Id": outcome.job.job_id},
             )
         if item is not None and item.error is not None:
-            raise item.error  # the handlers map input errors to 422 and anything else to a plain 500
+            error = item.error
+            if isinstance(error, MalformedDiffError) and error.field == "diff":  # the library names the part
+                error = MalformedDiffError(error.message, field="submission.diff")
+            raise error  # the handlers map input errors to 422 and anything else to a plain 500
         raise RuntimeError(f"job {outcome.job.job_id} ended {outcome.job.state} without a grade")
     headers = {"Location": f"/v1/grades/{outcome.grade.grade_id}", "X-Job-Id": outcome.job.job_id}
     if outcome.replayed:

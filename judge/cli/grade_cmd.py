@@ -12,6 +12,7 @@ from rich.table import Table
 
 from judge.cli.errors import exit_on_input_error
 from judge.cli.main import app
+from judge.errors import MalformedDiffError
 from judge.grading import Grader
 from judge.models import Grade, Submission, Task
 
@@ -130,7 +131,10 @@ def grade_command(
         import asyncio
 
         grader = Grader(loaded_rubric, grader_judge)
-        result = asyncio.run(_grade_reporting_calibration(grader, loaded_task, loaded_submission, database_url))
+        try:
+            result = asyncio.run(_grade_reporting_calibration(grader, loaded_task, loaded_submission, database_url))
+        except MalformedDiffError as exc:  # say which file the diff came from
+            raise MalformedDiffError(exc.message, field=f"{submission}:{exc.field}") from None
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:

@@ -170,6 +170,15 @@ def test_a_body_that_does_not_decode_is_a_4xx_naming_the_body(service: Service, 
     assert response.json()["error"]["field"] == "body"
 
 
+def test_a_malformed_diff_names_the_request_field(service: Service, example: dict[str, Any]) -> None:
+    body = fresh_request(example)
+    body["submission"]["diff"] = "not a diff\n@@ -1,5 +1,1 @@\n+x\n"
+    with service.client() as client:
+        response = client.post("/v1/grade", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["field"] == "submission.diff"
+
+
 def test_unknown_ids_and_routes_are_json_404s(service: Service) -> None:
     with service.client() as client:
         for path in ("/v1/grades/nope", "/v1/jobs/nope", "/v1/rubrics/nope", "/v1/nothing-here"):

@@ -80,7 +80,7 @@ def test_malformed_json_and_diff_are_clear_errors(tmp_path: Path) -> None:
     run.write_text(json.dumps({"design": "x", "conclusion": "y"}))
     run.with_suffix(".patch").write_text("this is not a diff\n@@ nonsense\n")
     code, _, err = grade("--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(run))
-    assert code == 2 and "diff" in err
+    assert code == 2 and f"{run}:diff: " in err
 
 
 def test_schema_command_prints_and_rejects_unknown() -> None:
