@@ -28,6 +28,8 @@ def rubric_path(ref: str, rubrics_dir: Path | None = None) -> Path:
         path = folder / f"{ref}{suffix}"
         if path.is_file():
             return path
+    if candidate.is_file():  # a path, not an id
+        raise UnknownRubricError("a rubric file is YAML named *.yaml or *.yml", field=str(candidate))
     known = ", ".join(sorted(p.stem for p in folder.glob("*.y*ml"))) or "none"
     raise UnknownRubricError(f"unknown rubric {ref!r} (known: {known})", field="rubric")
 
@@ -52,6 +54,8 @@ def load_rubric(ref: str, rubrics_dir: Path | None = None) -> Rubric:
         return _cache[key]
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise RubricError("not UTF-8 text", field=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -85,3 +85,16 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
     path.write_text("id: x\nstages: [\n  - a: b\n")
     with pytest.raises(RubricError, match=r"broken\.yaml:\d+"):
         load_rubric(str(path))
+
+
+def test_a_rubric_file_that_is_not_utf8_or_not_yaml_is_named(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes('id: x\ndescription: "café"\n'.encode("latin-1"))
+    with pytest.raises(RubricError, match="not UTF-8") as err:
+        load_rubric(str(latin))
+    assert err.value.field == str(latin)
+    json_file = tmp_path / "rubric.json"
+    json_file.write_text("{}")
+    with pytest.raises(UnknownRubricError, match=r"\*\.yaml or \*\.yml") as err:
+        load_rubric(str(json_file))
+    assert err.value.field == str(json_file)
