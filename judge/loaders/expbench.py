@@ -196,7 +196,7 @@ def submission_from_run(run: ExpBenchRun) -> Submission:
     if not isinstance(data, dict):
         raise SubmissionFormatError("expected {\"design\": ..., \"conclusion\": ...}", field=str(run.gen_json))
     design, conclusion = expbench_output_fields(data, run.gen_json)
-    diff = run.patch.read_text(encoding="utf-8", errors="replace") if run.patch else None
+    diff = read_patch(run.patch) if run.patch else None
     return Submission(
         submission_id=run.run_id,
         task_id=f"{run.paper_id}:{run.task_index}",
@@ -207,6 +207,18 @@ def submission_from_run(run: ExpBenchRun) -> Submission:
         conclusion=conclusion,
         metadata={"source_file": str(run.gen_json), "format": "expbench"},
     )
+
+
+def read_patch(path: Path) -> str:
+    """An agent's `.patch` as text (bytes that are not UTF-8 replaced: the diff parser judges the rest).
+
+    Raises:
+        SubmissionFormatError: naming the patch when it cannot be read (a folder, no permission).
+    """
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise SubmissionFormatError(f"cannot read the patch: {exc.strerror}", field=str(path)) from None
 
 
 def expbench_output_fields(data: dict[str, Any], path: Path) -> tuple[DesignText, str | None]:

@@ -14,6 +14,7 @@ from judge.loaders.expbench import (
     describe_run,
     expbench_output_fields,
     load_expbench_tasks,
+    read_patch,
     submission_from_run,
 )
 from judge.models import Submission, Task
@@ -106,7 +107,7 @@ def load_submission_file(path: Path) -> Submission:
             submission_id=path.stem,
             design=design,
             conclusion=conclusion,
-            diff=patch.read_text(encoding="utf-8", errors="replace") if patch.exists() else None,
+            diff=read_patch(patch) if patch.exists() else None,
             metadata={"source_file": str(path), "format": "expbench"},
         )
     return parse_submission(data, field=str(path))

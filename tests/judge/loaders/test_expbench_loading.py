@@ -170,3 +170,13 @@ def test_a_file_without_tasks_says_so(tmp_path: Path, content: str) -> None:
     for index in (None, 0):
         with pytest.raises(TaskFormatError, match="the file holds no tasks"):
             load_task_file(path, index)
+
+
+@pytest.mark.parametrize("name", ["1_task_index_0_iter_1_duration_1_eval_gen.json", "output.json"])
+def test_a_patch_that_cannot_be_read_is_named(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text(json.dumps({"design": "d", "conclusion": "c"}))
+    path.with_suffix(".patch").mkdir()
+    with pytest.raises(SubmissionFormatError, match="cannot read the patch") as err:
+        load_submission_file(path)
+    assert err.value.field == str(path.with_suffix(".patch"))
