@@ -134,7 +134,7 @@ def _detail(error: Any, body: Any) -> dict[str, str]:
         reason = (error.get("ctx") or {}).get("error") or error.get("msg", "")
         return {"field": "body", "message": f"malformed JSON{at}: {reason}", "type": "json_invalid"}
     if loc[:1] == ["body"]:
-        loc = ["body", *input_path(loc[1:], body)]
+        loc = ["body", *input_path(loc[1:], body, error.get("type", ""))]
     return {"field": field_path(loc), "message": error.get("msg", ""), "type": error.get("type", "")}
 
 

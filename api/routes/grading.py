@@ -54,8 +54,9 @@ def _parse_item(item: GradeRequestItem, where: str) -> GradeItem:
             raise TaskFormatError(error["msg"], field=f"{where}task.{field_path(error['loc'])}") from None
         try:
             task = task_from_expbench(spec.question, spec.paper_id, spec.index)
-        except InputError as exc:
-            raise TaskFormatError(exc.message, field=f"{where}task.question ({exc.field})") from None
+        except InputError as exc:  # its field starts questions[index]: the entry this request calls task.question
+            inner = (exc.field or "").removeprefix(f"questions[{spec.index}]")
+            raise TaskFormatError(exc.message, field=f"{where}task.question{inner}") from None
     else:
         task = parse_task(item.task, field=f"{where}task")
     return GradeItem.of(task, parse_submission(item.submission, field=f"{where}submission"))

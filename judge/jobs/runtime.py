@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection
 
-from judge.errors import InputError
+from judge.errors import InputError, JudgeConfigError
 from judge.grading import Grader, fingerprint_for
 from judge.jobs import metrics
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
@@ -123,13 +123,17 @@ class GradingRuntime:
             return cached
         if key[0] != EMBEDDED:
             check_routable(key[0], field="judge.spec")
-        built = build_judge(
-            key[0],
-            samples=selection.samples,
-            cache=self.store.response_cache(read=not refresh),
-            api_base=self.settings.llm_api_base,
-            api_key=self.settings.llm_api_key,
-        )
+        try:
+            built = build_judge(
+                key[0],
+                samples=selection.samples,
+                cache=self.store.response_cache(read=not refresh),
+                api_base=self.settings.llm_api_base,
+                api_key=self.settings.llm_api_key,
+            )
+        except JudgeConfigError as exc:  # build_judge names its argument; a request names judge.<it>
+            field = {"samples": "judge.samples"}.get(exc.field or "", "judge.spec")
+            raise JudgeConfigError(exc.message, field=field) from None
         self._judges[key] = built
         return built
 

@@ -24,7 +24,7 @@ from judge.validation_paths import input_path
 
 def _first_error(exc: ValidationError, data: Any, prefix: str) -> tuple[str, str]:
     error = exc.errors()[0]
-    loc = ".".join(str(p) for p in input_path(error["loc"], data))
+    loc = ".".join(str(p) for p in input_path(error["loc"], data, error["type"]))
     return error["msg"], f"{prefix}.{loc}" if loc else prefix
 
 
