@@ -170,6 +170,11 @@ class Grader:
             integrity_flags.append("prompt_injection_suspected")
             warnings += [f"instruction aimed at the grader in the submission (ignored): {i.quote[:160]!r}"
                          for i in view.injections[:5]]
+        narrowed = next((e.facts for e in prepared.evidence if e.facts.get("_hunks_embedded", 0)
+                         < e.facts.get("_hunks_in_diff", 0)), None)
+        if narrowed is not None:
+            warnings.append(f"a diff of {narrowed['_hunks_in_diff']} hunks: a lexical pass chose the "
+                            f"{narrowed['_hunks_embedded']} compared with the requirements by embedding")
         stages = stage_scores(self.rubric, results)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         calibration = self.calibration_lookup(self.fingerprint) if self.calibration_lookup else None
