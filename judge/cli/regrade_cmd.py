@@ -128,6 +128,7 @@ def regrade_command(
     from judge.errors import InputError
     from judge.gc_tuning import freeze_startup_objects
     from judge.regrade import RegradeOptions, Regrader
+    from judge.regrade.export import make_out_dir
 
     console = Console()
     if not console.is_terminal:
@@ -135,7 +136,7 @@ def regrade_command(
     with exit_on_input_error():
         if workers not in ("local", "celery"):
             raise InputError("expected local or celery", field="--workers")
-        _make_out_dir(out)
+        make_out_dir(out)  # a bad --out is a one-line error before any run is read
         options = RegradeOptions(
             paths=paths, out_dir=out, judge=judge, samples=samples, rubric=rubric, tasks_dir=tasks_dir,
             dry_run=dry_run, max_cost=max_cost, concurrency=concurrency, rpm=rpm, tpm=tpm,
@@ -156,16 +157,3 @@ def regrade_command(
         raise typer.Exit(2)
     if result.counters.failed or result.discovery.problems:  # something was not graded: say so
         raise typer.Exit(1)
-
-
-def _make_out_dir(out: Path) -> None:
-    """Create the output folder now, so a file in the way or a folder we cannot write is a one-line error
-    before any run is read or graded."""
-    from judge.errors import InputError
-
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise InputError("is a file, expected an output folder", field="--out") from None
-    except OSError as exc:
-        raise InputError(f"cannot create the output folder {str(out)!r}: {exc.strerror}", field="--out") from None

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
+from judge.errors import InputError
+
 GRADES_FILE = "grades.jsonl"
 FAILURES_FILE = "failures.jsonl"
 CSV_FILE = "runs.csv"
@@ -134,6 +136,16 @@ class RunRecord:
 _ROW_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("leaves", "process"))
 
 
+def make_out_dir(out: Path, *, field: str = "--out") -> None:
+    """Create the output folder; a file in the way or a folder that cannot be made is an InputError."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError("is a file, expected an output folder", field=field) from None
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder {str(out)!r}: {exc.strerror}", field=field) from None
+
+
 class OutputWriter:
     """Appends grades and failures to DIR as they come; `close` flushes them.
 
@@ -142,7 +154,7 @@ class OutputWriter:
     """
 
     def __init__(self, out_dir: Path) -> None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        make_out_dir(out_dir)
         self.out_dir = out_dir
         self._grades: IO[str] = (out_dir / GRADES_FILE).open("w", encoding="utf-8")
         self._failures: IO[str] = (out_dir / FAILURES_FILE).open("w", encoding="utf-8")

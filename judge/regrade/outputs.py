@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from judge.regrade.comparison import build_changes
-from judge.regrade.export import RunRecord, write_tables
+from judge.regrade.export import RunRecord, make_out_dir, write_tables
 from judge.regrade.report_html import render_changes_html
 from judge.regrade.sources import run_key
 
@@ -82,7 +82,7 @@ def write_estimate(result: RegradeResult, out_dir: Path) -> Path:
     """estimate.csv of a dry run: one row per run."""
     import csv
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_out_dir(out_dir)
     path = out_dir / ESTIMATE_CSV
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)

@@ -130,3 +130,13 @@ def test_regrade_refuses_a_model_litellm_cannot_route_before_any_work(tmp_path: 
     assert result.exit_code == 3, result.output
     assert "--judge" in result.output and "cannot route" in result.output
     assert not (tmp_path / "store.db").exists()
+
+
+def test_the_library_names_an_output_folder_that_is_a_file(tmp_path: Path) -> None:
+    from judge.regrade.export import OutputWriter
+
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file")
+    for out in (blocker, blocker / "below"):
+        with pytest.raises(InputError, match="output folder"):
+            OutputWriter(out)
