@@ -208,3 +208,23 @@ def grade(task: Task, submission: Submission, *, rubric: Rubric, judge: Judge, *
 def grade_cache_key(task: Task, submission: Submission, fingerprint: JudgeFingerprint) -> str:
     """Content address of a grade: submission hash + ground-truth hash + judge fingerprint."""
     return content_hash([submission.content_hash(), task.content_hash(), fingerprint.digest])
+
+
+# Reason codes of leaves decided without asking the judge.
+_NOT_JUDGED = frozenset({"gate", "no_ground_truth", "no_submission_field", "not_applicable"})
+
+
+def upstream_down(grade: Grade) -> bool:
+    """True when nothing the grade's judge was asked came back: every such leaf is unscored with judge_error.
+
+    Leaves decided without the judge (gates, missing ground truth or submission fields) and leaves
+    a deterministic fallback decided (an LLM judge hands exit codes to the embedded checks) say
+    nothing about the upstream, so they are left out.
+    """
+    asked = [
+        leaf
+        for leaf in grade.leaves
+        if leaf.reason_code == "judge_error"
+        or (leaf.judge == grade.fingerprint.judge and leaf.reason_code not in _NOT_JUDGED)
+    ]
+    return bool(asked) and all(leaf.reason_code == "judge_error" for leaf in asked)

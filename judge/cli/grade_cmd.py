@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from judge.cli.errors import exit_on_input_error
+from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
 from judge.cli.main import app
 from judge.errors import MalformedDiffError
-from judge.grading import Grader
+from judge.grading import Grader, upstream_down
 from judge.models import Grade, Submission, Task
 
 _VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored": "magenta"}
@@ -142,6 +142,11 @@ def grade_command(
         if not console.is_terminal:
             console = Console(width=160)  # piped output: do not squeeze the leaf table to 80 columns
         render_grade(result, console)
+    if upstream_down(result):  # the grade is printed (its reasons say why), but nothing was judged
+        reason = next((leaf.reason for leaf in result.leaves if leaf.reason_code == "judge_error"), "")
+        Console(stderr=True).print(f"[red]judge failed:[/red] no leaf the judge was asked came back ({reason})",
+                                   highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_JUDGE)
 
 
 @app.command("schema")

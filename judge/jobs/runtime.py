@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection
 
 from judge.errors import InputError, JudgeConfigError
-from judge.grading import Grader, fingerprint_for
+from judge.grading import Grader, fingerprint_for, upstream_down
 from judge.jobs import metrics
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
 from judge.judges.base import Judge
@@ -31,7 +31,6 @@ from judge.store.jobs import GradeWrite
 log = logging.getLogger(__name__)
 
 # Leaves no judge was asked about: they say nothing about whether the upstream answers.
-_NOT_JUDGED = frozenset({"gate", "no_ground_truth", "no_submission_field", "not_applicable"})
 # Transient failures: a grade holding them is stored (its other leaves are good) but never cached.
 _TRANSIENT = frozenset({"judge_error", "invalid_judge_output"})
 
@@ -39,22 +38,6 @@ _TRANSIENT = frozenset({"judge_error", "invalid_judge_output"})
 def run_key(job_id: str, index: int) -> str:
     """The run key of item `index` of job `job_id` (unique per tenant in the grades table)."""
     return f"job:{job_id}:{index}"
-
-
-def upstream_down(grade: Grade) -> bool:
-    """True when nothing the grade's judge was asked came back: every such leaf is unscored with judge_error.
-
-    Leaves decided without the judge (gates, missing ground truth or submission fields) and leaves
-    a deterministic fallback decided (an LLM judge hands exit codes to the embedded checks) say
-    nothing about the upstream, so they are left out.
-    """
-    asked = [
-        leaf
-        for leaf in grade.leaves
-        if leaf.reason_code == "judge_error"
-        or (leaf.judge == grade.fingerprint.judge and leaf.reason_code not in _NOT_JUDGED)
-    ]
-    return bool(asked) and all(leaf.reason_code == "judge_error" for leaf in asked)
 
 
 def cacheable(grade: Grade) -> bool:

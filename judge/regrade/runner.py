@@ -19,8 +19,8 @@ from typing import Any
 from pydantic_core import from_json, to_json
 
 from judge.errors import InputError, JudgeConfigError
-from judge.grading import Grader, fingerprint_for
-from judge.jobs.runtime import cacheable, upstream_down
+from judge.grading import Grader, fingerprint_for, upstream_down
+from judge.jobs.runtime import cacheable
 from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge

@@ -117,3 +117,26 @@ def test_grade_reports_whether_its_fingerprint_is_calibrated(tmp_path: Path) -> 
     # Another rubric is another fingerprint: uncalibrated until measured.
     code, out, _ = grade(*args, "--rubric", "crscore-claims-v1")
     assert code == 0 and json.loads(out)["calibration"]["calibrated"] is False
+
+
+def test_an_unreachable_llm_prints_the_unscored_grade_and_exits_4(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from judge.settings import get_settings
+
+    with socket.socket() as sock:  # a loopback port nobody listens on: connection refused at once
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("EXPJUDGE_LLM_MAX_TRANSPORT_RETRIES", "0")  # refused is refused: no backoff to sit out
+    get_settings.cache_clear()
+    try:
+        code, out, err = grade("--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN),
+                               "--judge", "openai/not-running", "--api-base", f"http://127.0.0.1:{port}/v1", "--json")
+    finally:
+        monkeypatch.delenv("EXPJUDGE_LLM_MAX_TRANSPORT_RETRIES")
+        get_settings.cache_clear()
+    assert code == 4, err
+    data = json.loads(out)
+    judged = [leaf for leaf in data["leaves"] if leaf["reason_code"] == "judge_error"]
+    assert judged and all(leaf["verdict"] == "unscored" and leaf["score"] is None for leaf in judged)
+    assert "judge failed" in err and "no leaf the judge was asked came back" in err
