@@ -280,11 +280,12 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
     """Every run under `paths` (EXP-Bench trees or files, native JSONL files, FML-bench run folders), with
     its old verdicts.
 
-    Runs whose task cannot be found, JSONL lines that do not read and FML-bench runs whose summary.json
-    does not read are listed in `problems` (naming file and line) and left out (the rest go on).
+    Runs whose task cannot be found, JSONL lines that do not read, FML-bench runs whose summary.json
+    does not read and runs sharing a run id are listed in `problems` (naming file and line) and left
+    out (the rest go on).
 
     Raises:
-        InputError: for a path that does not exist or is of no kind we read.
+        InputError: for a path that does not exist or is of no kind we read, or paths holding no run.
     """
     table = TaskTable(tasks_dir)
     problems: list[str] = []
@@ -334,12 +335,16 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
     unpaired = _pair_verdicts(refs, verdicts)
     refs += native + [RunRef(run_id=r.run_id, kind="fmlbench", task_key=table.add_native(r.task), origin=r.origin,
                              agent=r.agent, fmlbench=r) for r in fmlbench_runs(fml_folders, problems)]
-    seen: set[str] = set()
+    by_run_id: dict[str, list[RunRef]] = {}
     for ref in refs:
-        if ref.run_id in seen:
-            raise InputError(f"run id {ref.run_id!r} appears twice (run ids must be unique)", field=ref.origin)
-        seen.add(ref.run_id)
-    refs.sort(key=lambda r: r.run_id)
+        by_run_id.setdefault(ref.run_id, []).append(ref)
+    for run_id, same in by_run_id.items():
+        if len(same) > 1:  # which one is the run? Neither is graded; the others go on
+            problems.append(f"{', '.join(r.origin for r in same)}: run id {run_id!r} appears {len(same)} times "
+                            "(run ids must be unique); none of them is graded")
+    refs = sorted((same[0] for same in by_run_id.values() if len(same) == 1), key=lambda r: r.run_id)
+    if not refs and not problems:  # most likely the wrong folder: say so before any output is written
+        raise InputError(f"no runs found in {', '.join(map(str, paths))}")
     return Discovery(runs=refs, tasks=table, problems=problems, unpaired_verdicts=unpaired)
 
 

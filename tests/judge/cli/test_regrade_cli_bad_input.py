@@ -46,3 +46,4 @@ def test_a_folder_without_runs_is_an_error_not_a_silent_success(tmp_path: Path) 
     empty.mkdir()
     code, err = regrade(tmp_path, str(empty), "--out", str(tmp_path / "out"))
     assert code == 2 and f"no runs found in {empty}" in err
+    assert list((tmp_path / "out").iterdir()) == []  # said before any output was written

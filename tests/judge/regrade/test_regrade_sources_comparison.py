@@ -54,8 +54,13 @@ def test_native_jsonl_runs_and_bad_lines(tmp_path: Path) -> None:
     assert len(found.problems) == 2
     assert "broken.jsonl:2" in found.problems[0] and "task_id" in found.problems[0]
     assert "broken.jsonl:4" in found.problems[1] and "malformed JSON" in found.problems[1]
-    with pytest.raises(InputError, match="appears twice"):
-        discover([write_jsonl(tmp_path / "twice.jsonl", lines + lines[:1])], None)
+    # A run id on two lines: which one is the run? Neither is graded, the others are, and both lines are named.
+    twice = discover([write_jsonl(tmp_path / "twice.jsonl", lines + lines[:1])], None)
+    assert [r.run_id for r in twice.runs] == sorted(line["submission"]["run_id"] for line in lines[1:])
+    assert len(twice.problems) == 1 and "appears 2 times" in twice.problems[0]
+    assert "twice.jsonl:1" in twice.problems[0] and "twice.jsonl:4" in twice.problems[0]
+    with pytest.raises(InputError, match="no runs found"):
+        discover([write_jsonl(tmp_path / "none.jsonl", [])], None)
 
 
 def test_a_run_whose_task_is_missing_is_reported_not_dropped_silently(tmp_path: Path) -> None:
