@@ -76,9 +76,9 @@ def _items(template: LeafTemplate, task: Task) -> list[tuple[str, dict[str, Any]
     if template.expands == "single":
         return [("", {})]
     if template.expands == "design_variable":
-        if task.design_variables is None:
-            return None
-        return [(v.as_text(), {"name": v.name, "role": v.role, "values": v.values}) for v in task.design_variables]
+        # None and [] alike: no design ground truth, one unscored placeholder that says so.
+        variables = task.design_variables or []
+        return [(v.as_text(), {"name": v.name, "role": v.role, "values": v.values}) for v in variables] or None
     if template.expands == "requirement":
         derived = bool(task.metadata.get("requirements_from_method"))
         return [(r, {"derived_from_method": derived}) for r in task.requirements] or None

@@ -159,6 +159,10 @@ def test_task_without_design_ground_truth_is_unscored_not_failed(grader: Grader,
     design = [leaf for leaf in grade.leaves if leaf.stage == "design"]
     assert [(leaf.verdict, leaf.reason_code) for leaf in design] == [("unscored", "no_ground_truth")]
     assert grade.metrics.D is None and grade.metrics.all_correct is None
+    # An empty list of design variables is no design ground truth either, and says so the same way.
+    empty = run(grader, task.model_copy(update={"design_variables": []}), submission_from_ground_truth(task))
+    assert [(leaf.verdict, leaf.reason_code) for leaf in empty.leaves if leaf.stage == "design"] == [
+        ("unscored", "no_ground_truth")]
 
 
 def test_grade_json_carries_the_audit_trail(grader: Grader, curie_runs: list[Path], shared_data: Path) -> None:
