@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 _WS = re.compile(r"\s+")
@@ -27,13 +28,29 @@ def quote_in(quote: str, haystack: str, *, diff: bool = False) -> bool:
     needle = normalise_for_quote(quote)
     if not needle:
         return False
-    if needle in normalise_for_quote(haystack):
+    if needle in _normalised(haystack):
         return True
     if diff:
-        stripped_hay = normalise_for_quote(_DIFF_MARKER.sub("", haystack))
         stripped_needle = normalise_for_quote(_DIFF_MARKER.sub("", quote))
-        return bool(stripped_needle) and stripped_needle in stripped_hay
+        return bool(stripped_needle) and stripped_needle in _normalised_without_markers(haystack)
     return False
+
+
+# A grade checks every quote against the same few submission texts (a diff may be megabytes):
+# normalise each text once, not once per quote.
+@functools.lru_cache(maxsize=8)
+def _normalised(haystack: str) -> str:
+    return normalise_for_quote(haystack)
+
+
+@functools.lru_cache(maxsize=8)
+def _normalised_without_markers(haystack: str) -> str:
+    return normalise_for_quote(_DIFF_MARKER.sub("", haystack))
+
+
+@functools.lru_cache(maxsize=8)
+def _without_markup(haystack: str) -> str:
+    return _MARKUP.sub("", haystack)
 
 
 _MARKUP = re.compile(r"[*_`#]+")
@@ -47,6 +64,6 @@ def quote_found(quote: str, haystack: str, *, diff: bool = False) -> bool:
     """
     if quote_in(quote, haystack, diff=diff):
         return True
-    plain = _MARKUP.sub("", haystack)
+    plain = _without_markup(haystack)
     segments = [s.strip().rstrip(":") for s in re.split(r";\s+|:\s+", _MARKUP.sub("", quote)) if s.strip()]
     return bool(segments) and all(quote_in(s, plain, diff=diff) for s in segments)
