@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from judge.errors import JudgeConfigError
 from judge.judges.base import Judge
@@ -47,12 +48,26 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
 
     settings = get_settings()
     base = api_base or settings.llm_api_base
+    check_api_base(base)
     key = api_key or settings.llm_api_key
     if base and not key:
         key = "not-needed"  # OpenAI-compatible local servers ignore the key, but the client insists on one
     return LLMJudge(spec, samples=samples, fallback=EmbeddedJudge(), cache=cache, api_base=base, api_key=key,
                     max_concurrency=max_concurrency or settings.llm_max_concurrency,
                     token_budget=settings.llm_token_budget)
+
+
+def check_api_base(base: str | None, *, field: str = "api_base") -> None:
+    """Fail fast on an endpoint that is no http(s) URL (None: the provider's default endpoint).
+
+    Raises:
+        JudgeConfigError: naming `field`.
+    """
+    if base is None:
+        return
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise JudgeConfigError(f"expected an http(s) URL such as http://127.0.0.1:8080/v1, got {base!r}", field=field)
 
 
 def check_routable(model: str, *, field: str = "judge") -> None:

@@ -24,7 +24,7 @@ from judge.jobs.runtime import cacheable
 from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
-from judge.judges.registry import EMBEDDED, build_judge, check_routable
+from judge.judges.registry import EMBEDDED, build_judge, check_api_base, check_routable
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Usage
 from judge.regrade.costing import Budget, Price, RunEstimate, estimate_run, price_for
 from judge.regrade.export import OutputWriter, RunRecord
@@ -87,6 +87,7 @@ class Regrader:
         if spec == EMBEDDED or not spec:
             return build_judge(spec, samples=samples)  # raises JudgeConfigError for bad arguments
         check_routable(spec, field="--judge")
+        check_api_base(self.options.api_base or self.settings.llm_api_base, field="--api-base")
         if samples < 1:
             raise JudgeConfigError("samples must be at least 1", field="--samples")
         # As build_judge makes it (same fingerprint), plus the shared limiter around every request.

@@ -63,6 +63,8 @@ def test_published_schemas_are_current() -> None:
           "--judge", "embedded", "--samples", "3"], 3, "samples must be 1"),
         (["--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN),
           "--judge", "nonsense"], 3, "litellm cannot route model 'nonsense'"),
+        (["--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN),
+          "--judge", "openai/local", "--api-base", "not a url"], 3, "api_base: expected an http(s) URL"),
     ],
 )
 def test_bad_input_gives_a_message_and_exit_code(args: list[str], code: int, message: str) -> None:

@@ -135,6 +135,10 @@ def test_regrade_refuses_a_model_litellm_cannot_route_before_any_work(tmp_path: 
     assert result.exit_code == 3, result.output
     assert "--judge" in result.output and "cannot route" in result.output
     assert not (tmp_path / "store.db").exists()
+    result = CliRunner().invoke(app, ["regrade", str(runs), "--out", str(tmp_path / "out"), "--judge", "openai/local",
+                                      "--api-base", "127.0.0.1:8080", "--database-url",
+                                      f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"])
+    assert result.exit_code == 3 and "--api-base: expected an http(s) URL" in result.output, result.output
 
 
 def test_the_library_names_an_output_folder_that_is_a_file(tmp_path: Path) -> None:
