@@ -180,6 +180,9 @@ def load_fmlbench_run(run_dir: Path, *, baseline_dir: Path | None = None, read_c
 
     usage = summary.get("token_usage")
     budget = summary.get("total_steps")
+    budget_ok = isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1
+    if budget is not None and not budget_ok:  # FML-bench's own record: read as it lies, but say so
+        notes.append(f"total_steps {budget!r} is not a whole number >= 1: no step budget")
     cost = finite_number(usage.get("total_cost", usage.get("cost"))) if isinstance(usage, dict) else None
     wall = finite_number(summary.get("total_duration_seconds"))
     return ProcessRun(
@@ -194,7 +197,7 @@ def load_fmlbench_run(run_dir: Path, *, baseline_dir: Path | None = None, read_c
         baseline_test_metric=finite_number(summary.get("baseline_test_metric")),
         best_val_metric=finite_number(summary.get("best_val_metric")),
         test=_final_test(summary.get("test_result"), f"{summary_path}:test_result"),
-        budget=budget if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1 else None,
+        budget=budget if budget_ok else None,
         steps=steps,
         baseline_code=baseline_code,
         total_tokens=_tokens(usage),

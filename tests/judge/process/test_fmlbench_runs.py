@@ -73,6 +73,18 @@ def test_a_run_that_stops_at_7_of_100_steps(tmp_path: Path, make_embedder: Embed
     assert any("no step carries code" in note for note in overridden.notes)
 
 
+@pytest.mark.parametrize("total_steps", ["many", 0, 2.5, True])
+def test_a_total_steps_that_is_no_budget_is_read_as_none_and_noted(tmp_path: Path, total_steps: object) -> None:
+    run_dir = RunSpec(snapshots=[None], metrics=[0.5]).write(tmp_path)
+    run = load_fmlbench_run(run_dir)
+    assert run.budget == 100 and not any("total_steps" in note for note in run.notes)
+    summary = run_dir / "summary.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "total_steps": total_steps}))
+    odd = load_fmlbench_run(run_dir)
+    assert odd.budget is None
+    assert any(f"total_steps {total_steps!r} is not a whole number" in note for note in odd.notes), odd.notes
+
+
 def test_best_test_metric_equal_to_the_baseline_is_no_improvement(tmp_path: Path) -> None:
     spec = RunSpec(
         snapshots=[None, None],
