@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
+_SOURCES_PER_GRADE = 5
 _WS = re.compile(r"\s+")
 # Diff lines carry a leading +/-/space marker the quoting side may or may not keep.
 _DIFF_MARKER = re.compile(r"(?m)^[+\- ](?![+\-]{2})")
@@ -37,18 +38,19 @@ def quote_in(quote: str, haystack: str, *, diff: bool = False) -> bool:
 
 
 # A grade checks every quote against the same few submission texts (a diff may be megabytes):
-# normalise each text once, not once per quote.
-@functools.lru_cache(maxsize=8)
+# normalise each text once, not once per quote. A grade quotes from at most five texts (design,
+# diff, conclusion, execution, agent log); keeping more would only hold old megabytes alive.
+@functools.lru_cache(maxsize=_SOURCES_PER_GRADE)
 def _normalised(haystack: str) -> str:
     return normalise_for_quote(haystack)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=_SOURCES_PER_GRADE)
 def _normalised_without_markers(haystack: str) -> str:
     return normalise_for_quote(_DIFF_MARKER.sub("", haystack))
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=_SOURCES_PER_GRADE)
 def _without_markup(haystack: str) -> str:
     return _MARKUP.sub("", haystack)
 

@@ -18,7 +18,7 @@ from judge.grading import Grader, fingerprint_for, upstream_down
 from judge.jobs import metrics
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
 from judge.judges.base import Judge
-from judge.judges.registry import EMBEDDED, build_judge, check_routable
+from judge.judges.registry import build_judge
 from judge.models import CalibrationStatus, Grade, Rubric, Usage
 from judge.rubric_loader import load_rubric
 from judge.settings import Settings, get_settings
@@ -104,8 +104,6 @@ class GradingRuntime:
         cached = self._judges.get(key)
         if cached is not None:
             return cached
-        if key[0] != EMBEDDED:
-            check_routable(key[0], field="judge.spec")
         try:
             built = build_judge(
                 key[0],

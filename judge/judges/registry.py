@@ -11,14 +11,17 @@ from judge.judges.embedded import EmbeddedJudge
 from judge.settings import get_settings
 
 if TYPE_CHECKING:
+    from judge.judges.llm_transport import CompletionFn
     from judge.judges.response_cache import ResponseCache
+    from judge.settings import Settings
 
 EMBEDDED = "embedded"
 
 
 def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache | None = None,
                 api_base: str | None = None, api_key: str | None = None,
-                max_concurrency: int | None = None) -> Judge:
+                max_concurrency: int | None = None, settings: Settings | None = None,
+                completion: CompletionFn | None = None) -> Judge:
     """The judge a spec names.
 
     Args:
@@ -30,6 +33,8 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
         api_key: Key for the provider (default: settings.llm_api_key or the provider's env variable;
             a placeholder when only `api_base` is given, as local servers need none).
         max_concurrency: LLM calls in flight at once (default: settings.llm_max_concurrency).
+        settings: Settings to read defaults from (default: the process's, from the environment).
+        completion: What sends each request instead of litellm.acompletion (e.g. behind a rate limiter).
 
     Raises:
         JudgeConfigError: for an empty spec, a model string litellm cannot route or a bad sample count.
@@ -46,7 +51,7 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
     check_routable(spec)
     from judge.judges.llm import LLMJudge
 
-    settings = get_settings()
+    settings = settings or get_settings()
     base = api_base or settings.llm_api_base
     check_api_base(base)
     key = api_key or settings.llm_api_key
@@ -54,7 +59,7 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
         key = "not-needed"  # OpenAI-compatible local servers ignore the key, but the client insists on one
     return LLMJudge(spec, samples=samples, fallback=EmbeddedJudge(), cache=cache, api_base=base, api_key=key,
                     max_concurrency=max_concurrency or settings.llm_max_concurrency,
-                    token_budget=settings.llm_token_budget)
+                    token_budget=settings.llm_token_budget, settings=settings, completion=completion)
 
 
 def check_api_base(base: str | None, *, field: str = "api_base") -> None:

@@ -22,9 +22,8 @@ from judge.errors import InputError, JudgeConfigError
 from judge.grading import Grader, fingerprint_for, upstream_down
 from judge.jobs.runtime import cacheable
 from judge.judges.base import Judge
-from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
-from judge.judges.registry import EMBEDDED, build_judge, check_api_base, check_routable
+from judge.judges.registry import build_judge
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Usage
 from judge.regrade.costing import Budget, Price, RunEstimate, estimate_run, price_for
 from judge.regrade.export import OutputWriter, RunRecord
@@ -42,6 +41,7 @@ DEFAULT_TASKS_DIR = REPO_ROOT.parent / "shared" / "data" / "expbench" / "tasks"
 # Runs looked up, copied from the cache or written per store round trip.
 BATCH = 500
 _ZERO_USAGE: dict[str, Any] = Usage().model_dump(mode="json")
+_OPTION_OF = {"judge": "--judge", "api_base": "--api-base", "samples": "--samples"}
 _PARSED_HITS_KEPT = 4096  # parsed cached grades kept for runs that repeat a submission
 
 
@@ -83,20 +83,13 @@ class Regrader:
         self.warnings: list[str] = []
 
     def _build_judge(self) -> Judge:
-        spec, samples = self.options.judge.strip(), self.options.samples
-        if spec == EMBEDDED or not spec:
-            return build_judge(spec, samples=samples)  # raises JudgeConfigError for bad arguments
-        check_routable(spec, field="--judge")
-        check_api_base(self.options.api_base or self.settings.llm_api_base, field="--api-base")
-        if samples < 1:
-            raise JudgeConfigError("samples must be at least 1", field="--samples")
-        # As build_judge makes it (same fingerprint), plus the shared limiter around every request.
-        return LLMJudge(
-            spec, samples=samples, fallback=EmbeddedJudge(), cache=None,
-            api_base=self.options.api_base or self.settings.llm_api_base, api_key=self.settings.llm_api_key,
-            max_concurrency=self.options.concurrency, settings=self.settings,
-            completion=limited_completion(self.limiter),
-        )
+        # As the CLI and the service build it (same fingerprint), plus the shared limiter around every request.
+        try:
+            return build_judge(self.options.judge, samples=self.options.samples, api_base=self.options.api_base,
+                               max_concurrency=self.options.concurrency, settings=self.settings,
+                               completion=limited_completion(self.limiter))
+        except JudgeConfigError as exc:  # build_judge names its argument; a regrade user typed an option
+            raise JudgeConfigError(exc.message, field=_OPTION_OF.get(exc.field or "", exc.field)) from None
 
     def tick(self) -> None:
         """Tell the progress sink the current totals."""
