@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.cli.main import app
 from judge.errors import InputError
@@ -69,11 +70,11 @@ def usage_line(stats: RunStats) -> str:
 def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
     """Summary, per-category and base-rate tables of a calibration."""
     report, fp = outcome.report, outcome.fingerprint
-    out.print(f"[bold]Calibration[/bold] of {report.judge} | rubric {fp.rubric_id}@{fp.rubric_version} | "
-              f"fingerprint {fp.digest}")
-    out.print(f"labels: {report.label_set}")
+    out.print(f"[bold]Calibration[/bold] of {shown(report.judge)} | rubric "
+              f"{shown(fp.rubric_id)}@{shown(fp.rubric_version)} | fingerprint {fp.digest}")
+    out.print(f"labels: {shown(report.label_set)}")
     for note in outcome.notes:
-        out.print(f"[yellow]note:[/yellow] {note}")
+        out.print(f"[yellow]note:[/yellow] {shown(note)}")
     ceiling = report.ceiling
     summary = Table(title="Agreement with the human reference (95% bootstrap intervals over diffs)")
     summary.add_column("figure")
@@ -82,13 +83,13 @@ def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
     agreement_rows(summary, [report.overall, ceiling])
     out.print(summary)
     if ceiling is None:
-        out.print(f"no human ceiling: {report.ceiling_reason}")
+        out.print(f"no human ceiling: {shown(report.ceiling_reason)}")
     cats = Table(title="Per category")
     for column in ("category", "n judge", "judge macro-F1", "judge kappa", "n human", "human macro-F1", "human kappa"):
         cats.add_column(column)
     for c in report.categories:
         h = c.ceiling
-        cats.add_row(c.category, str(c.judge.n_paired), fmt(c.judge.macro_f1), fmt(c.judge.cohen_kappa),
+        cats.add_row(shown(c.category), str(c.judge.n_paired), fmt(c.judge.macro_f1), fmt(c.judge.cohen_kappa),
                      str(h.n_paired) if h else "-", fmt(h.macro_f1 if h else None),
                      fmt(h.cohen_kappa if h else None))
     out.print(cats)
@@ -96,14 +97,14 @@ def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
     for column in ("class", "reference", "judge"):
         rates.add_column(column)
     for b in report.overall.base_rates:
-        rates.add_row(str(b.label), _rate(b.reference_count, b.reference_rate),
+        rates.add_row(shown(b.label), _rate(b.reference_count, b.reference_rate),
                       _rate(b.predicted_count, b.predicted_rate))
     out.print(rates)
-    out.print(usage_line(outcome.stats))
+    out.print(shown(usage_line(outcome.stats)))
     state = "stored" if outcome.stored_new else "already stored (same fingerprint, labels and items)"
     out.print(f"calibration {outcome.record.calibration_id} {state} for fingerprint {fp.digest}")
     if outcome.paths:
-        out.print(f"report: {outcome.paths[0]} and {outcome.paths[1]}")
+        out.print(f"report: {shown(outcome.paths[0])} and {shown(outcome.paths[1])}")
 
 
 def _rate(count: int, rate: float | None) -> str:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import typer
 from rich.console import Console
 
+from judge.cli.display import shown
 from judge.errors import ExpjudgeError, InputError, JudgeCallError, JudgeConfigError, RubricError
 
 # Exit codes: 2 bad input (file, field, diff), 3 bad rubric or judge configuration, 4 judge failure.
@@ -23,14 +24,14 @@ def exit_on_input_error() -> Iterator[None]:
     try:
         yield
     except (RubricError, JudgeConfigError) as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {shown(exc)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_CONFIG) from None
     except InputError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {shown(exc)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INPUT) from None
     except JudgeCallError as exc:
-        console.print(f"[red]judge failed:[/red] {exc.message}", highlight=False, soft_wrap=True)
+        console.print(f"[red]judge failed:[/red] {shown(exc.message)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_JUDGE) from None
     except ExpjudgeError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {shown(exc)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from judge.cli.display import shown
 from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
 from judge.cli.main import app
 from judge.errors import MalformedDiffError
@@ -22,9 +23,9 @@ _VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored
 def render_grade(grade: Grade, console: Console) -> None:
     """Stage scores, EXP-Bench metrics and every leaf's verdict as tables."""
     fp = grade.fingerprint
-    console.print(f"[bold]{grade.task_id}[/bold] <- {grade.submission_id}")
+    console.print(f"[bold]{shown(grade.task_id)}[/bold] <- {shown(grade.submission_id)}")
     console.print(
-        f"judge {fp.judge} {fp.model or ''} | rubric {fp.rubric_id}@{fp.rubric_version} "
+        f"judge {fp.judge} {shown(fp.model or '')} | rubric {shown(fp.rubric_id)}@{shown(fp.rubric_version)} "
         f"| fingerprint {fp.digest} | calibrated: {'yes' if grade.calibration.calibrated else 'no'}"
     )
     stages = Table(title="Stages", show_lines=False)
@@ -32,7 +33,7 @@ def render_grade(grade: Grade, console: Console) -> None:
         stages.add_column(column, justify="right" if column != "stage" else "left")
     for s in grade.stages:
         stages.add_row(
-            s.stage,
+            shown(s.stage),
             "-" if s.score is None else f"{s.score:.1f}",
             str(s.leaves_passed),
             str(s.leaves_scored),
@@ -52,24 +53,24 @@ def render_grade(grade: Grade, console: Console) -> None:
     for column in ("leaf", "verdict", "conf", "target", "why"):
         leaves.add_column(column, overflow="fold")
     for r in grade.leaves:
-        why = r.reason or r.rationale
+        why = shown((r.reason or r.rationale)[:160])
         if r.flags:
-            why = f"[{', '.join(r.flags)}] {why}"
+            why = f"\\[{shown(', '.join(r.flags))}] {why}"
         style = _VERDICT_STYLE[r.verdict]
         leaves.add_row(
-            r.leaf_id,
+            shown(r.leaf_id),
             f"[{style}]{r.verdict}[/{style}]",
             "-" if r.confidence is None else f"{r.confidence:.2f}",
-            r.target[:80],
-            why[:160],
+            shown(r.target[:80]),
+            why,
         )
     console.print(leaves)
     if grade.error_labels:
-        console.print("error labels: " + "; ".join(grade.error_labels))
+        console.print("error labels: " + shown("; ".join(grade.error_labels)))
     if grade.integrity_flags:
-        console.print(f"[red]integrity flags: {', '.join(grade.integrity_flags)}[/red]")
+        console.print(f"[red]integrity flags: {shown(', '.join(grade.integrity_flags))}[/red]")
     for warning in grade.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        console.print(f"[yellow]warning:[/yellow] {shown(warning)}")
     u = grade.usage
     console.print(
         f"usage: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, "
@@ -144,7 +145,7 @@ def grade_command(
         render_grade(result, console)
     if upstream_down(result):  # the grade is printed (its reasons say why), but nothing was judged
         reason = next((leaf.reason for leaf in result.leaves if leaf.reason_code == "judge_error"), "")
-        Console(stderr=True).print(f"[red]judge failed:[/red] no leaf the judge was asked came back ({reason})",
+        Console(stderr=True).print(f"[red]judge failed:[/red] no leaf the judge was asked came back ({shown(reason)})",
                                    highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_JUDGE)
 

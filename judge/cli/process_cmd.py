@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.cli.main import app
 from judge.errors import InputError
@@ -159,7 +160,7 @@ def _metrics_table(metrics: ProcessMetrics) -> Table:
         "cost_usd",
     ]
     for name in rows:
-        table.add_row(name, _format(getattr(metrics, name)))
+        table.add_row(name, shown(_format(getattr(metrics, name))))
     return table
 
 
@@ -208,7 +209,7 @@ def run_command(
     console = Console()
     console.print(_metrics_table(metrics))
     for line in (_embedding_line(metrics), *(f"note: {note}" for note in metrics.notes)):
-        console.print(line, highlight=False, soft_wrap=True)
+        console.print(shown(line), highlight=False, soft_wrap=True)
 
 
 @process_app.command("compare", help="Correlate each process metric with normalised improvement across runs.")
@@ -237,11 +238,11 @@ def compare_command(
         report = compare_run_dirs(run_dirs, baseline_dir=baseline, options=options, embedder=embedder)
         _write(out / "report.json", report.model_dump_json(indent=2) + "\n")
         _write(out / "report.html", render_report_html(report))
-    table = Table(title=f"Spearman correlation with {report.performance_metric} ({len(report.runs)} runs)")
+    table = Table(title=f"Spearman correlation with {shown(report.performance_metric)} ({len(report.runs)} runs)")
     for column in ("metric", "rho", "p-value", "n", "note"):
         table.add_column(column, justify="left" if column in ("metric", "note") else "right")
     for c in report.correlations:
-        table.add_row(c.metric, _format(c.rho), _format(c.p_value), str(c.n), c.note or "")
+        table.add_row(c.metric, _format(c.rho), _format(c.p_value), str(c.n), shown(c.note or ""))
     console = Console()
     console.print(table)
-    console.print(f"wrote {out / 'report.json'} and {out / 'report.html'}", highlight=False)
+    console.print(f"wrote {shown(out / 'report.json')} and {shown(out / 'report.html')}", highlight=False)

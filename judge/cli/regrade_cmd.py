@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Table
 from rich.text import Text
 
+from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.cli.main import app
 
@@ -54,7 +55,7 @@ def _print_estimate(result: Any, console: Console) -> None:
         table.add_column(column, justify="left" if column in ("run", "status") else "right")
     rows = sorted(result.estimates, key=lambda e: (-e.cost_usd, e.run_id))
     for e in rows[:_MAX_TABLE_ROWS]:
-        table.add_row(e.run_id, e.status, str(e.calls), f"{e.prompt_tokens:,}", f"{e.max_completion_tokens:,}",
+        table.add_row(shown(e.run_id), e.status, str(e.calls), f"{e.prompt_tokens:,}", f"{e.max_completion_tokens:,}",
                       f"{e.cost_usd:.4f}")
     if len(rows) > _MAX_TABLE_ROWS:
         table.add_row(f"... {len(rows) - _MAX_TABLE_ROWS} more in estimate.csv", "", "", "", "", "")
@@ -64,10 +65,12 @@ def _print_estimate(result: Any, console: Console) -> None:
     console.print(table)
     price = result.price
     if price is not None and not price.known:
-        console.print(f"[yellow]litellm's local price map does not list {price.model!r}: cost shown as 0[/yellow]")
+        console.print(f"[yellow]litellm's local price map does not list {shown(repr(price.model))}: "
+                      "cost shown as 0[/yellow]")
     elif price is not None:
         per_million = f"${price.input_per_token * 1e6:.4g} / ${price.output_per_token * 1e6:.4g}"
-        console.print(f"prices ({price.model}): {per_million} per million prompt / completion tokens (local map)")
+        console.print(f"prices ({shown(price.model)}): {per_million} per million prompt / completion tokens "
+                      "(local map)")
 
 
 def _print_summary(result: Any, console: Console) -> None:
@@ -81,14 +84,14 @@ def _print_summary(result: Any, console: Console) -> None:
         console.print(f"[yellow]stopped: the budget would have been exceeded; {c.not_started} run(s) left for "
                       "a later regrade (everything graded so far is kept)[/yellow]")
     for problem in result.discovery.problems:
-        console.print(f"[yellow]skipped:[/yellow] {problem}", soft_wrap=True)
+        console.print(f"[yellow]skipped:[/yellow] {shown(problem)}", soft_wrap=True)
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+        console.print(f"[yellow]warning:[/yellow] {shown(warning)}", soft_wrap=True)
     if result.changes is not None and result.changes["judge_failures"]:
         flagged = result.changes["judge_failures"]
-        console.print(f"old verdicts flagged as judge failures (not agent failures): {flagged}")
+        console.print(f"old verdicts flagged as judge failures (not agent failures): {shown(flagged)}")
     for name, path in sorted(result.files.items()):
-        console.print(f"  {name}: {path}")
+        console.print(f"  {name}: {shown(path)}")
 
 
 @app.command("regrade")

@@ -27,6 +27,7 @@ from judge.cli.calibrate_cmd import (
     console,
     usage_line,
 )
+from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.cli.main import app
 from judge.errors import InputError, UnknownRubricError
@@ -63,32 +64,32 @@ def resolve_compare(entry: str, store: Store, *, judge_spec: str, base_rubric_re
 
 def render_tune(outcome: TuneOutcome, out: Console) -> None:
     """The split, what was tuned, and the variants side by side on the held-out split."""
-    out.print(f"[bold]Tuning[/bold] {outcome.base.id}@{outcome.base.version}: {outcome.method}")
-    out.print(f"split: {outcome.split.describe()}")
+    out.print(f"[bold]Tuning[/bold] {shown(outcome.base.id)}@{shown(outcome.base.version)}: {outcome.method}")
+    out.print(f"split: {shown(outcome.split.describe())}")
     if outcome.search is not None:
         s = outcome.search
         before = outcome.base_args
         changed = ", ".join(f"{k} {before.get(k)!r} -> {v!r}" for k, v in s.args.items()
                             if k != "tuned_on" and before.get(k) != v) or "nothing"
         out.print(f"train {s.objective}: {s.score_before:.3f} untuned -> {s.score_after:.3f} tuned "
-                  f"({s.evaluations} settings tried; changed: {changed})")
+                  f"({s.evaluations} settings tried; changed: {shown(changed)})")
     for example in outcome.few_shot:
-        out.print(f"few-shot: {example['item_id']} -> {example['label']}")
+        out.print(f"few-shot: {shown(example['item_id'])} -> {shown(example['label'])}")
     reports = [r for _, r in outcome.held_out]
     ceiling = reports[0].report.ceiling if reports else None
     for name, result in outcome.held_out:
-        out.print(f"{name}: rubric {result.fingerprint.rubric_id}@{result.fingerprint.rubric_version}, "
-                  f"fingerprint {result.fingerprint.digest}")
+        fp = result.fingerprint
+        out.print(f"{shown(name)}: rubric {shown(fp.rubric_id)}@{shown(fp.rubric_version)}, fingerprint {fp.digest}")
     table = Table(title="Held-out split only (never tuned on): 95% bootstrap intervals over diffs")
     table.add_column("figure")
     for name, _ in outcome.held_out:
-        table.add_column(name)
+        table.add_column(shown(name))
     table.add_column("human vs human (same items)")
     agreement_rows(table, [*(r.report.overall for r in reports), ceiling])
     out.print(table)
     for name, result in outcome.held_out:
-        out.print(f"{name}: {usage_line(result.stats)}")
-    out.print(f"tuned rubric: {', '.join(str(p) for p in outcome.tuned_paths)}")
+        out.print(f"{shown(name)}: {shown(usage_line(result.stats))}")
+    out.print(f"tuned rubric: {shown(', '.join(str(p) for p in outcome.tuned_paths))}")
 
 
 def tune_summary(outcome: TuneOutcome) -> dict[str, Any]:
