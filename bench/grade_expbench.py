@@ -37,7 +37,7 @@ from judge.grading import Grader  # noqa: E402
 from judge.groundtruth_submission import submission_from_ground_truth  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.judges.llm import LLMJudge  # noqa: E402
-from judge.judges.llm_transport import count_prompt_tokens  # noqa: E402
+from judge.judges.token_counts import count_prompt_tokens  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.loaders.native import load_submission_file, load_task_file  # noqa: E402
 from judge.models import Submission, Task  # noqa: E402

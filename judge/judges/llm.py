@@ -24,11 +24,11 @@ from judge.judges.llm_transport import (
     SleepFn,
     TransportConfig,
     UsageMeter,
-    estimate_text_tokens,
 )
 from judge.judges.llm_voting import LeafSamples, QuoteChecker, SampleVerdict, decide_leaf
 from judge.judges.prompts import LLM_CHECKS, CallPlan, PromptBuilder, prompt_hash
 from judge.judges.response_cache import ResponseCache, cache_key
+from judge.judges.token_counts import estimate_text_tokens
 from judge.models import LeafResult, Usage
 from judge.settings import Settings, get_settings
 

@@ -16,29 +16,22 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import email.utils
-import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import httpx
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-from tenacity.wait import wait_base
 
 from judge.errors import JudgeCallError
+from judge.judges.llm_retry import RetryAfterWait, is_transient
 from judge.models import Usage
 from judge.settings import Settings
 
 CompletionFn = Callable[..., Awaitable[Any]]
 SleepFn = Callable[[float], Awaitable[None]]
 T = TypeVar("T", bound=BaseModel)
-
-# HTTP statuses worth another try: timeouts, conflicts, rate limits and server errors.
-TRANSIENT_STATUS: frozenset[int] = frozenset({408, 409, 425, 429})
 
 
 @dataclass(frozen=True)
@@ -127,115 +120,6 @@ def response_cost(response: Any, model: str) -> float:
     except Exception:  # litellm raises for unmapped models; unknown price is recorded as 0
         _UNPRICED_MODELS.add(model)
         return 0.0
-
-
-def _header_sources(exc: BaseException) -> list[Any]:
-    sources: list[Any] = []
-    for attr in ("headers", "litellm_response_headers"):
-        value = getattr(exc, attr, None)
-        if value:
-            sources.append(value)
-    response = getattr(exc, "response", None)
-    if isinstance(response, httpx.Response):
-        sources.append(response.headers)
-    return sources
-
-
-def _lookup(headers: Any, name: str) -> str | None:
-    for key in (name, f"llm_provider-{name}"):
-        try:
-            value = headers.get(key)
-        except AttributeError:
-            return None
-        if value is None and isinstance(headers, dict):
-            value = next((v for k, v in headers.items() if str(k).lower() == key), None)
-        if value is not None:
-            return str(value)
-    return None
-
-
-def retry_after_seconds(exc: BaseException, *, now: datetime | None = None) -> float | None:
-    """The delay a failed request's `Retry-After` (or `retry-after-ms`) header asks for.
-
-    Args:
-        exc: The exception of the failed request (litellm and OpenAI errors carry the
-            response headers on `.response`, `.headers` or `.litellm_response_headers`).
-        now: Reference time for an HTTP-date value (default: the current time).
-
-    Returns:
-        Seconds to wait (never negative), or None when no usable header is present.
-    """
-    for headers in _header_sources(exc):
-        millis = _lookup(headers, "retry-after-ms")
-        if millis is not None:
-            try:
-                return max(0.0, float(millis) / 1000.0)
-            except ValueError:
-                pass
-        value = _lookup(headers, "retry-after")
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            pass
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            continue
-        reference = now or datetime.now(UTC)
-        return max(0.0, (when - reference).total_seconds())
-    return None
-
-
-def is_transient(exc: BaseException) -> bool:
-    """True for failures another try may fix: connection errors, timeouts, 429 and 5xx."""
-    import openai
-    from litellm import exceptions as llm_errors
-
-    if isinstance(exc, llm_errors.ContextWindowExceededError | llm_errors.AuthenticationError):
-        return False
-    transient_types = (
-        llm_errors.Timeout,
-        llm_errors.APIConnectionError,
-        llm_errors.RateLimitError,
-        llm_errors.InternalServerError,
-        llm_errors.ServiceUnavailableError,
-        llm_errors.BadGatewayError,
-        openai.APIConnectionError,
-        httpx.TransportError,
-        asyncio.TimeoutError,
-        ConnectionError,
-    )
-    if isinstance(exc, transient_types):
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and (status in TRANSIENT_STATUS or status >= 500)
-
-
-class RetryAfterWait(wait_base):
-    """Exponential backoff that defers to a `Retry-After` header when the error carries one.
-
-    Args:
-        initial: Wait after the first failure, in seconds; doubles with every attempt.
-        maximum: Cap of the exponential wait.
-        retry_after_max: Cap of a server-requested wait (a hostile or broken header
-            must not park a grade for hours).
-    """
-
-    def __init__(self, initial: float, maximum: float, retry_after_max: float) -> None:
-        self.initial = initial
-        self.maximum = maximum
-        self.retry_after_max = retry_after_max
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        if exc is not None:
-            requested = retry_after_seconds(exc)
-            if requested is not None:
-                return min(requested, self.retry_after_max)
-        exponent = max(retry_state.attempt_number - 1, 0)
-        return float(min(self.initial * (2**exponent), self.maximum))
 
 
 def _failure_reason(exc: BaseException) -> str:
@@ -365,44 +249,3 @@ class LLMTransport:
         finally:
             meter.latency_seconds += time.perf_counter() - started
         return answer
-
-
-def count_prompt_tokens(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
-    """Prompt tokens of `messages` (and tool schemas) for `model`, counted offline by litellm."""
-    import litellm
-
-    return int(litellm.token_counter(model=model, messages=messages, tools=tools))  # type: ignore[arg-type]
-
-
-def count_text_tokens(model: str, text: str) -> int:
-    """Tokens of a piece of text for `model`, counted offline by litellm."""
-    import litellm
-
-    return int(litellm.token_counter(model=model, text=text))
-
-
-@functools.lru_cache(maxsize=1)
-def _budget_encoding() -> Any:
-    import tiktoken
-
-    return tiktoken.get_encoding("cl100k_base")  # offline: TIKTOKEN_CACHE_DIR points into litellm
-
-
-def estimate_text_tokens(text: str) -> int:
-    """A fast token estimate for packing leaves into calls (cl100k_base, within ~10% of most models).
-
-    litellm.token_counter resolves the model's tokenizer on every call (~2 ms each, ~30 ms per
-    grade); the budget only needs an estimate, and exact counts stay with count_prompt_tokens.
-    Texts up to 64k chars are remembered: ground-truth targets, criteria and shared hunks recur in
-    every grade of a task.
-    """
-    return _memo_tokens(text) if len(text) <= 65_536 else _encode_length(text)
-
-
-@functools.lru_cache(maxsize=16_384)
-def _memo_tokens(text: str) -> int:
-    return _encode_length(text)
-
-
-def _encode_length(text: str) -> int:
-    return len(_budget_encoding().encode(text, disallowed_special=()))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from judge.grading import PreparedGrade
 from judge.judges.base import Judge
 from judge.judges.llm import OUTPUT_TOKENS_BASE, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_PER_LEAF, LLMJudge
-from judge.judges.llm_transport import count_prompt_tokens
+from judge.judges.token_counts import count_prompt_tokens
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from judge.judges.llm_transport import CompletionFn, retry_after_seconds
+from judge.judges.llm_retry import retry_after_seconds
+from judge.judges.llm_transport import CompletionFn
 
 WINDOW_SECONDS = 60.0
 # Wait after a 429 that carries no Retry-After: doubles per consecutive 429, capped.

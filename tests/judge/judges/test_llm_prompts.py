@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from llm_test_support import HUNK_README, args_hunk, eval_hunk, requirement, snip
 
-from judge.judges.llm_transport import count_prompt_tokens, count_text_tokens
 from judge.judges.prompts import CUT_MARK, PromptBuilder
+from judge.judges.token_counts import count_prompt_tokens, count_text_tokens
 
 MODEL = "openai/local"
 

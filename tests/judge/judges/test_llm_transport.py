@@ -10,16 +10,10 @@ from litellm import exceptions as llm_errors
 from llm_test_support import ScriptedModel, SleepRecorder, answer, tool_response
 
 from judge.errors import JudgeCallError
+from judge.judges.llm_retry import RetryAfterWait, is_transient, retry_after_seconds
 from judge.judges.llm_schemas import build_answer_model
-from judge.judges.llm_transport import (
-    LLMTransport,
-    RetryAfterWait,
-    TransportConfig,
-    UsageMeter,
-    count_prompt_tokens,
-    is_transient,
-    retry_after_seconds,
-)
+from judge.judges.llm_transport import LLMTransport, TransportConfig, UsageMeter
+from judge.judges.token_counts import count_prompt_tokens
 
 MESSAGES = [{"role": "system", "content": "grade"}, {"role": "user", "content": 'L1 [C1] target: "x"'}]
 MODEL = build_answer_model({"L1": ("pass", "fail")})

@@ -9,7 +9,7 @@ from typing import Any
 
 from judge.grading import Grader
 from judge.judges.llm import LLMJudge
-from judge.judges.llm_transport import count_prompt_tokens
+from judge.judges.token_counts import count_prompt_tokens
 from judge.loaders.native import parse_submission
 from judge.models import Submission
 from judge.regrade import RegradeOptions, Regrader
