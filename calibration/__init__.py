@@ -3,8 +3,9 @@
 The judge-independent half: the `calibrate` and `tune` commands build on these.
 """
 
-from calibration.agreement import agreement_report, agreement_report_from_pairs, by_key, per_category
+from calibration.agreement import agreement_report
 from calibration.agreement_models import AgreementReport, Estimate
+from calibration.agreement_slices import agreement_report_from_pairs, by_key, per_category
 from calibration.ceiling import (
     human_ceiling,
     human_ceiling_per_category,

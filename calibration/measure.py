@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from calibration.agreement import agreement_report, per_category
+from calibration.agreement import agreement_report
 from calibration.agreement_models import AgreementReport
+from calibration.agreement_slices import per_category
 from calibration.ceiling import human_ceiling_with_reason
 from calibration.labels import UNCATEGORISED, Label, LabelKey, LabelSet
 from calibration.report_html import CalibrationReportData, CategoryResult, Disagreement

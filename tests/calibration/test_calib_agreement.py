@@ -16,14 +16,9 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from calibration.agreement import (
-    NO_PAIRS,
-    agreement_report,
-    agreement_report_from_pairs,
-    by_key,
-    per_category,
-)
+from calibration.agreement import NO_PAIRS, agreement_report
 from calibration.agreement_models import AgreementReport
+from calibration.agreement_slices import agreement_report_from_pairs, by_key, per_category
 from judge.errors import InputError
 
 

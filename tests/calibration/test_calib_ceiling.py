@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 
-from calibration.agreement import agreement_report, by_key
+from calibration.agreement import agreement_report
+from calibration.agreement_slices import by_key
 from calibration.ceiling import (
     human_ceiling,
     human_ceiling_per_category,

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from calibration.agreement import agreement_report, by_key, per_category
+from calibration.agreement import agreement_report
+from calibration.agreement_slices import by_key, per_category
 from calibration.ceiling import human_ceiling_per_category, human_ceiling_with_reason
 from calibration.crscore import CLAIM_LABELS, load_crscore
 from calibration.labels import LabelSet
