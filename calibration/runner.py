@@ -45,7 +45,8 @@ CLAIM_CHECK = "claim_vs_diff"
 RESULT_CACHE_VERSION = "calibration-result-v1"
 _SYNTHETIC_EXT = {"python": "py", "java": "java"}
 _DECIDING_MODULES = ("judge.evidence.claim_evidence", "judge.judges.claim_check", "judge.judges.embedded",
-                     "judge.evidence.builder", "judge.evidence.diff_evidence", "judge.evidence.embeddings")
+                     "judge.evidence.builder", "judge.evidence.diff_evidence", "judge.evidence.embeddings",
+                     "judge.evidence.shortlist")
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,18 @@ class PreparedGrade:
     context: GradingContext
 
 
+def _narrowing_warnings(evidence: list[LeafEvidence]) -> list[str]:
+    """Say so when a diff was too big to embed whole and a lexical pass chose what was compared."""
+    out = []
+    for unit, compared_with in (("hunks", "the requirements"), ("windows", "the claims")):
+        narrowed = next((e.facts for e in evidence if e.facts.get(f"_{unit}_embedded", 0)
+                         < e.facts.get(f"_{unit}_in_diff", 0)), None)
+        if narrowed is not None:
+            out.append(f"a diff of {narrowed[f'_{unit}_in_diff']} {unit}: a lexical pass chose the "
+                       f"{narrowed[f'_{unit}_embedded']} compared with {compared_with} by embedding")
+    return out
+
+
 class Grader:
     """Grades submissions under one rubric with one judge.
 
@@ -170,11 +182,7 @@ class Grader:
             integrity_flags.append("prompt_injection_suspected")
             warnings += [f"instruction aimed at the grader in the submission (ignored): {i.quote[:160]!r}"
                          for i in view.injections[:5]]
-        narrowed = next((e.facts for e in prepared.evidence if e.facts.get("_hunks_embedded", 0)
-                         < e.facts.get("_hunks_in_diff", 0)), None)
-        if narrowed is not None:
-            warnings.append(f"a diff of {narrowed['_hunks_in_diff']} hunks: a lexical pass chose the "
-                            f"{narrowed['_hunks_embedded']} compared with the requirements by embedding")
+        warnings += _narrowing_warnings(prepared.evidence)
         stages = stage_scores(self.rubric, results)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         calibration = self.calibration_lookup(self.fingerprint) if self.calibration_lookup else None

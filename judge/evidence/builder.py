@@ -16,7 +16,7 @@ from judge.evidence.integrity import IntegrityFinding, scan_agent_log
 from judge.evidence.log_classification import LogClassification, classify_execution
 from judge.evidence.numeric_claims import compare_numbers
 from judge.evidence.polarity import contradiction_cues
-from judge.evidence.shortlist import lexical_shortlist
+from judge.evidence.shortlist import shortlisted_similarity
 from judge.evidence.text_items import DesignItem, parse_design_items, split_claims
 from judge.judges.base import AlignedSnippet, LeafEvidence
 from judge.models import Leaf, Submission, Task
@@ -186,13 +186,9 @@ class EvidenceBuilder:
         texts = [strip_injections(h.searchable_text()) for h in hunks]
         queries = [requirement_text(leaf.target) for leaf in leaves]
         named_paths = {p for leaf in leaves for p in requirement_paths(leaf.target)}
-        shortlist = lexical_shortlist(queries, texts, keep=[
+        # a huge diff: only the hunks a lexical pass chose are embedded; the others rank last
+        sims, embedded = shortlisted_similarity(self.embedder, queries, texts, keep=[
             i for i, h in enumerate(hunks) if any(path_matches(p, h.file_path) for p in named_paths)])
-        if shortlist is None:
-            sims = self.embedder.similarity(queries, texts)
-        else:  # a huge diff: only the hunks a lexical pass chose are embedded; the others rank last
-            sims = np.full((len(leaves), len(hunks)), -1.0, dtype=np.float32)
-            sims[:, shortlist] = self.embedder.similarity(queries, [texts[i] for i in shortlist])
         result = []
         for row, leaf in enumerate(leaves):
             named = requirement_paths(leaf.target)
@@ -209,7 +205,7 @@ class EvidenceBuilder:
                 "_named_files": named,
                 "named_files_touched": [p for p in named if any(path_matches(p, t) for t in touched)],
                 "_hunks_in_diff": len(hunks),
-                "_hunks_embedded": len(hunks) if shortlist is None else len(shortlist)}))
+                "_hunks_embedded": embedded}))
         return result
 
     def _claims(self, leaves: list[Leaf], view: SubmissionView) -> list[LeafEvidence]:

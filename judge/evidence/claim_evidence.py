@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from judge.evidence.diff_evidence import Hunk, ParsedDiff
 from judge.evidence.embeddings import Embedder
 from judge.evidence.numeric_claims import compare_numbers
+from judge.evidence.shortlist import lexical_shortlist, shortlisted_similarity
 from judge.judges.base import AlignedSnippet, LeafEvidence
 from judge.models import Leaf
 
@@ -336,7 +337,10 @@ def diff_windows(diff: ParsedDiff) -> list[DiffWindow]:
 
 def alignment_texts(leaves: list[Leaf], diff: ParsedDiff) -> list[str]:
     """Every text `build_claim_evidence` embeds for these leaves (lets a caller batch the encoding)."""
-    return [leaf.target for leaf in leaves] + [w.embed_text for w in diff_windows(diff)]
+    targets = [leaf.target for leaf in leaves]
+    texts = [w.embed_text for w in diff_windows(diff)]
+    chosen = lexical_shortlist(targets, texts)
+    return targets + (texts if chosen is None else [texts[i] for i in chosen])
 
 
 def _args_float(leaf: Leaf, name: str, default: float) -> float:
@@ -359,7 +363,9 @@ def build_claim_evidence(embedder: Embedder, leaves: list[Leaf], view: Submissio
     diff = view.diff
     windows = diff_windows(diff)
     lines = diff_lines(diff)
-    sims = embedder.similarity([leaf.target for leaf in leaves], [w.embed_text for w in windows])
+    # a huge diff: only the windows a lexical pass chose are embedded; the others rank last
+    sims, embedded = shortlisted_similarity(embedder, [leaf.target for leaf in leaves],
+                                            [w.embed_text for w in windows])
     result: list[LeafEvidence] = []
     for row, leaf in enumerate(leaves):
         top_k = int(leaf.check.args.get("top_k", DEFAULT_TOP_K))
@@ -377,5 +383,6 @@ def build_claim_evidence(embedder: Embedder, leaves: list[Leaf], view: Submissio
                       "lines": f"{window.start + 1}-{window.end}", "identifiers": names},
             ))
         facts["hunks"] = len(diff.hunks)
+        facts["_windows_in_diff"], facts["_windows_embedded"] = len(windows), embedded
         result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts=facts))
     return result

@@ -9,8 +9,12 @@ each, and only those are embedded. Diffs up to the limit are aligned exactly as 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from judge.evidence.embeddings import Embedder, Vectors
 
 # Candidates embedded for one group of leaves before a lexical pass narrows them.
 EMBED_ALL_UP_TO = 256
@@ -42,3 +46,21 @@ def lexical_shortlist(queries: Sequence[str], candidates: Sequence[str], *, limi
     for row in scores:
         chosen.update(np.argsort(-row, kind="stable")[:share].tolist())
     return sorted(chosen)
+
+
+def shortlisted_similarity(embedder: Embedder, queries: Sequence[str], candidates: Sequence[str], *,
+                           keep: Iterable[int] = ()) -> tuple[Vectors, int]:
+    """Cosine similarity of every query to every candidate, embedding at most a lexical shortlist.
+
+    Up to `EMBED_ALL_UP_TO` candidates, all are embedded. Above it, only `lexical_shortlist`'s picks
+    (and `keep`) are; the others score -1, so they rank last.
+
+    Returns:
+        The (queries x candidates) matrix and the number of candidates embedded.
+    """
+    chosen = lexical_shortlist(queries, candidates, keep=keep)
+    if chosen is None:
+        return embedder.similarity(list(queries), list(candidates)), len(candidates)
+    sims = np.full((len(queries), len(candidates)), -1.0, dtype=np.float32)
+    sims[:, chosen] = embedder.similarity(list(queries), [candidates[i] for i in chosen])
+    return sims, len(chosen)

@@ -11,6 +11,7 @@ from calibration.items import ClaimItem
 from calibration.runner import CaseOutcome, CaseRunner, ClaimAdapter
 from judge.errors import RubricError
 from judge.evidence.claim_evidence import (
+    alignment_texts,
     claim_features,
     claim_identifiers,
     cut_off_score,
@@ -20,6 +21,8 @@ from judge.evidence.claim_evidence import (
     locate,
 )
 from judge.evidence.diff_evidence import parse_diff
+from judge.evidence.embeddings import default_embedder
+from judge.evidence.shortlist import EMBED_ALL_UP_TO
 from judge.judges.claim_check import claim_args, claim_label_of
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import LeafResult
@@ -160,6 +163,22 @@ def test_long_hunks_are_aligned_by_windows_so_the_claim_finds_its_lines() -> Non
     assert "+def parse_header(raw, strict=False):" in best
     assert len(best) < 30  # a piece of the 60-line hunk, not all of it
     assert outcome.predicted == "correct"
+
+
+def test_a_claim_on_a_huge_diff_embeds_a_lexical_shortlist_and_still_finds_its_lines() -> None:
+    target = ("@@ -1,2 +1,2 @@ def parse_header\n line = raw.strip()\n-def parse_header(raw):\n"
+              "+def parse_header(raw, strict=False):\n")
+    noise = "".join(f"--- a/ui/theme_{n}.py\n+++ b/ui/theme_{n}.py\n@@ -1,2 +1,2 @@\n colour_{n} = 1\n"
+                    f"-palette_{n} = 'dark'\n+palette_{n} = 'light'\n" for n in range(600))
+    diff = ensure_diff_headers(target, "src/parser.py") + noise
+    claim = "parse_header now takes a strict flag that defaults to False."
+    before = default_embedder().encoded_texts
+    [outcome] = judge_claims([claim], diff)
+    assert default_embedder().encoded_texts - before <= EMBED_ALL_UP_TO + 1  # the shortlist and the claim
+    assert "+def parse_header(raw, strict=False):" in outcome.judge_evidence[0]
+    assert outcome.predicted == "correct"
+    assert len(alignment_texts([ClaimAdapter().leaf_for(load_rubric("crscore-claims-v1"))],
+                               parse_diff(diff))) <= EMBED_ALL_UP_TO + 1
 
 
 def test_labels_are_read_back_from_either_judges_results() -> None:
