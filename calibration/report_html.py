@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from calibration.agreement_models import AgreementReport, Estimate
+from calibration.agreement_models import AgreementReport, ConfusionMatrix, Estimate
 from calibration.labels import Label
 from calibration.report_figures import confusion_png, per_category_png, placeholder_png, reliability_png
 
@@ -87,7 +87,18 @@ img{max-width:100%;border:1px solid #eee}
 
 
 def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value))
+    # quote=True: the same helper fills attribute values (alt="...").
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _plot_text(text: str) -> str:
+    """`text` for a matplotlib figure, shown as written: a `$` from the data is escaped, so it neither starts
+    mathtext (garbling the text) nor makes the figure fail to draw (mathtext that does not parse raises)."""
+    return text.replace("$", r"\$")
+
+
+def _plot_confusion(cm: ConfusionMatrix) -> ConfusionMatrix:
+    return cm.model_copy(update={"labels": [_plot_text(x) if isinstance(x, str) else x for x in cm.labels]})
 
 
 def _num(value: float | None) -> str:
@@ -188,7 +199,7 @@ def _figures(data: CalibrationReportData) -> str:
         _img(
             "fig-confusion-judge",
             "Confusion matrix: judge vs reference",
-            confusion_png(judge.confusion, "Judge vs reference", "reference", "judge"),
+            confusion_png(_plot_confusion(judge.confusion), "Judge vs reference", "reference", "judge"),
         )
     ]
     if data.ceiling is not None:
@@ -196,7 +207,7 @@ def _figures(data: CalibrationReportData) -> str:
             _img(
                 "fig-confusion-human",
                 "Confusion matrix: human vs human",
-                confusion_png(data.ceiling.confusion, "Human vs human", "first rater", "second rater"),
+                confusion_png(_plot_confusion(data.ceiling.confusion), "Human vs human", "first rater", "second rater"),
             )
         )
     else:
@@ -204,10 +215,10 @@ def _figures(data: CalibrationReportData) -> str:
             _img(
                 "fig-confusion-human",
                 "Confusion matrix: human vs human (not available)",
-                placeholder_png(f"No human-vs-human matrix: {data.ceiling_reason or 'no ceiling'}"),
+                placeholder_png(_plot_text(f"No human-vs-human matrix: {data.ceiling_reason or 'no ceiling'}")),
             )
         )
-    rows = [("overall", judge, data.ceiling), *((c.category, c.judge, c.ceiling) for c in data.categories)]
+    rows = [("overall", judge, data.ceiling), *((_plot_text(c.category), c.judge, c.ceiling) for c in data.categories)]
     parts.append(
         _img(
             "fig-per-category",

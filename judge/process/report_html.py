@@ -1,4 +1,8 @@
-"""The self-contained HTML report of `process compare`: a table and a scatter plot per metric (inline PNG)."""
+"""The self-contained HTML report of `process compare`: a table and a scatter plot per metric (inline PNG).
+
+Every text from the runs (agent, task, source, notes, metric names) is escaped with quotes on its way into the page,
+and figure text is drawn as plain text (no mathtext), so a `$` in a name can neither garble nor break a plot.
+"""
 
 from __future__ import annotations
 
@@ -39,8 +43,9 @@ def scatter_png(correlation: MetricCorrelation, runs: list[ProcessMetrics], perf
     figure = Figure(figsize=(4.2, 3.2), dpi=100)
     axes = figure.subplots()
     axes.scatter([p[0] for p in points], [p[1] for p in points], s=24, alpha=0.8)
-    axes.set_xlabel(correlation.metric)
-    axes.set_ylabel(performance)
+    # parse_math=False: a name is shown as written; `$...$` in it would otherwise be parsed (and may not parse).
+    axes.set_xlabel(correlation.metric, parse_math=False)
+    axes.set_ylabel(performance, parse_math=False)
     rho = "n/a" if correlation.rho is None else f"{correlation.rho:.3f}"
     axes.set_title(f"rho={rho}, p={_number(correlation.p_value)}, n={correlation.n}", fontsize=9)
     figure.tight_layout()
@@ -51,7 +56,10 @@ def scatter_png(correlation: MetricCorrelation, runs: list[ProcessMetrics], perf
 
 def render_report_html(report: CompareReport) -> str:
     """The whole report as one HTML page with its images inline."""
-    esc = html.escape
+
+    def esc(text: str) -> str:
+        return html.escape(text, quote=True)
+
     rows = "".join(
         f"<tr><td>{esc(c.metric)}</td><td>{_number(c.rho)}</td><td>{_number(c.p_value)}</td>"
         f"<td>{c.n}</td><td>{esc(c.note or '')}</td></tr>"

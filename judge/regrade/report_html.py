@@ -1,4 +1,8 @@
-"""changes.html: the comparison report as one self-contained page (inline CSS, no scripts, no fetches)."""
+"""changes.html: the comparison report as one self-contained page (inline CSS, no scripts, no fetches).
+
+Everything that comes from the report (run, task and leaf ids, targets, baseline names, errors, notes, even the
+keys of its dicts) is escaped exactly once on its way into the page, with `_e` or `_fmt`; both escape quotes too.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +28,11 @@ _PROCESS = ("steps_run", "step_success_rate", "step_completion_rate", "explorati
             "normalized_improvement", "test_status")
 
 
+def _e(value: Any) -> str:
+    # The report is a plain dict (possibly read back from changes.json): str() first, so no value can slip past.
+    return html.escape(str(value), quote=True)
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -31,7 +40,7 @@ def _fmt(value: Any) -> str:
         return "✓" if value else "✗"
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 1 else f"{value:.1f}"
-    return html.escape(str(value))
+    return _e(value)
 
 
 def _row(cells: list[str], cls: str = "") -> str:
@@ -41,14 +50,14 @@ def _row(cells: list[str], cls: str = "") -> str:
 
 def _aggregates(report: dict[str, Any]) -> str:
     head = _row(["<th class=l>judge</th><th class=l>set</th>"] + [f"<th>{h}</th>" for h in _AGG])
-    rows = [_row([f"<td class=l><b>new</b> {html.escape(report['fingerprint']['digest'])}</td>",
+    rows = [_row([f"<td class=l><b>new</b> {_e(report['fingerprint']['digest'])}</td>",
                   "<td class=l>all graded runs</td>"] + [f"<td>{_fmt(report['aggregates_after'].get(k))}</td>"
                                                          for k in _AGG])]
     for name, info in report["baselines"].items():
         for label, key in (("before, as recorded", "before_as_recorded"), ("before, valid verdicts only",
                            "before_valid_only"), ("after, the same runs", "after_same_runs")):
             values = info["aggregates"][key]
-            rows.append(_row([f"<td class=l>{html.escape(name)}</td>", f"<td class=l>{label}</td>"]
+            rows.append(_row([f"<td class=l>{_e(name)}</td>", f"<td class=l>{label}</td>"]
                              + [f"<td>{_fmt(values.get(k))}</td>" for k in _AGG]))
     return f"<table>{head}{''.join(rows)}</table>"
 
@@ -57,11 +66,11 @@ def _runs(report: dict[str, Any]) -> str:
     names = list(report["baselines"])
     head = ["<th class=l>run</th><th class=l>task</th><th>D</th><th>I</th><th>E</th><th>C</th><th>All✓</th>"]
     for name in names:
-        head.append(f"<th class=l colspan=2>{html.escape(name)}: D / I / C / All✓ (Δ)</th>")
+        head.append(f"<th class=l colspan=2>{_e(name)}: D / I / C / All✓ (Δ)</th>")
     rows = [_row(head)]
     for run in report["runs"]:
         after = run["after"]
-        cells = [f"<td class=l>{html.escape(run['run_id'])}</td>", f"<td class=l>{_fmt(run['task_id'])}</td>"]
+        cells = [f"<td class=l>{_e(run['run_id'])}</td>", f"<td class=l>{_fmt(run['task_id'])}</td>"]
         cells += [f"<td>{_fmt(after.get(k))}</td>" for k in ("D", "I", "E", "C", "all_correct")]
         marked = ""
         for name in names:
@@ -74,16 +83,16 @@ def _runs(report: dict[str, Any]) -> str:
             if entry.get("judge_failure"):
                 marked = "jf"
                 note = ('<span class="badge jf">judge failure, not an agent failure</span> '
-                        f'<span class=note>{html.escape(entry["judge_failure"])}</span>')
+                        f'<span class=note>{_e(entry["judge_failure"])}</span>')
             else:
-                deltas = ", ".join(f"{k} {v:+.1f}" for k, v in entry.get("deltas", {}).items() if v is not None)
-                flips = ", ".join(f"{k}: {_fmt(b)}→{_fmt(a)}" for k, (b, a) in entry.get("flips", {}).items())
+                deltas = ", ".join(f"{_e(k)} {v:+.1f}" for k, v in entry.get("deltas", {}).items() if v is not None)
+                flips = ", ".join(f"{_e(k)}: {_fmt(b)}→{_fmt(a)}" for k, (b, a) in entry.get("flips", {}).items())
                 if flips:
                     marked = marked or "flip"
-                process = ", ".join(f"{k} {_fmt(c['before'])}→{_fmt(c['after'])}"
+                process = ", ".join(f"{_e(k)} {_fmt(c['before'])}→{_fmt(c['after'])}"
                                     for k, c in entry.get("process_changes", {}).items())
-                note = (f'<span class="badge flip">flipped</span> {html.escape(flips)} ' if flips else "") + \
-                    f"<span class=note>{html.escape(deltas)}</span>" + \
+                note = (f'<span class="badge flip">flipped</span> {flips} ' if flips else "") + \
+                    f"<span class=note>{deltas}</span>" + \
                     (f"<br><span class=note>process: {process}</span>" if process else "")
             cells.append(f"<td class=l>{verdict}</td><td class=l>{note}</td>")
         rows.append(_row(cells, marked))
@@ -96,12 +105,12 @@ def _leaf_flips(report: dict[str, Any]) -> str:
         for name, entry in run["baselines"].items():
             for flip in entry.get("leaf_flips", []):
                 rows.append(_row([
-                    f"<td class=l>{html.escape(run['run_id'])}</td>", f"<td class=l>{html.escape(name)}</td>",
-                    f"<td class=l>{html.escape(flip['leaf_id'])}</td>",
-                    f"<td class=l>{html.escape(flip['stage'])}</td>",
+                    f"<td class=l>{_e(run['run_id'])}</td>", f"<td class=l>{_e(name)}</td>",
+                    f"<td class=l>{_e(flip['leaf_id'])}</td>",
+                    f"<td class=l>{_e(flip['stage'])}</td>",
                     f"<td class=l>{_fmt(flip['before'])} ({_fmt(flip['score_before'])})</td>",
                     f"<td class=l>{_fmt(flip['after'])} ({_fmt(flip['score_after'])})</td>",
-                    f"<td class=l>{html.escape(flip['target'][:140])}</td>",
+                    f"<td class=l>{_e(flip['target'][:140])}</td>",
                 ]))
     if not rows:
         return "<p class=note>No leaf verdict changed (leaf comparisons need --compare-fingerprint).</p>"
@@ -113,8 +122,8 @@ def _process(report: dict[str, Any]) -> str:
     runs = [run for run in report["runs"] if run["after"].get("process")]
     if not runs:
         return "<p class=note>No graded run has process metrics (they come with FML-bench runs).</p>"
-    head = _row(["<th class=l>run</th>"] + [f"<th>{html.escape(name)}</th>" for name in _PROCESS])
-    rows = [_row([f"<td class=l>{html.escape(run['run_id'])}</td>"]
+    head = _row(["<th class=l>run</th>"] + [f"<th>{_e(name)}</th>" for name in _PROCESS])
+    rows = [_row([f"<td class=l>{_e(run['run_id'])}</td>"]
                  + [f"<td>{_fmt(run['after']['process'].get(name))}</td>" for name in _PROCESS]) for run in runs]
     return f"<table>{head}{''.join(rows)}</table>"
 
@@ -124,19 +133,19 @@ def render_changes_html(report: dict[str, Any]) -> str:
     fp = report["fingerprint"]
     failures = report["judge_failures"]
     not_graded = "".join(
-        f"<li>{html.escape(item['run_id'])}: {html.escape(str(item['error']))}</li>" for item in report["not_graded"]
+        f"<li>{_e(item['run_id'])}: {_e(item['error'])}</li>" for item in report["not_graded"]
     )
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in report["notes"])
-    thresholds = ", ".join(f"{k} = {v:g}" for k, v in report["thresholds"].items())
+    notes = "".join(f"<li>{_e(n)}</li>" for n in report["notes"])
+    thresholds = ", ".join(f"{_e(k)} = {v:g}" for k, v in report["thresholds"].items())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>expjudge regrade: what changed</title>
 <style>{_STYLE}</style></head><body>
 <h1>What changed</h1>
-<p>New judge: <b>{html.escape(str(fp.get('judge')))}</b> {html.escape(str(fp.get('model') or ''))},
-rubric {html.escape(str(fp.get('rubric_id')))}@{html.escape(str(fp.get('rubric_version')))},
-fingerprint <code>{html.escape(fp['digest'])}</code>. Generated {html.escape(report['generated_at'])}.</p>
-<p>Thresholds: {html.escape(thresholds)}. Old verdicts flagged as <span class="badge jf">judge failure</span>:
-<b>{failures}</b>.</p>
+<p>New judge: <b>{_e(fp.get('judge'))}</b> {_e(fp.get('model') or '')},
+rubric {_e(fp.get('rubric_id'))}@{_e(fp.get('rubric_version'))},
+fingerprint <code>{_e(fp['digest'])}</code>. Generated {_e(report['generated_at'])}.</p>
+<p>Thresholds: {thresholds}. Old verdicts flagged as <span class="badge jf">judge failure</span>:
+<b>{_e(failures)}</b>.</p>
 <ul class=note>{notes}</ul>
 <h2>Aggregates before and after</h2>{_aggregates(report)}
 <h2>Runs, old and new verdicts side by side</h2>{_runs(report)}

@@ -23,6 +23,7 @@ from calibration.report_html import (
     Disagreement,
     write_report,
 )
+from tests.html_injection import PAYLOADS, assert_no_injection
 
 CHROMIUM = Path("/usr/bin/chromium")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -159,3 +160,47 @@ def test_report_renders_in_headless_chromium(tmp_path: Path, mini_crscore: Path)
     # that colour, so seeing it means the embedded PNGs were decoded and drawn.
     dark_blue = np.all(np.abs(pixels * 255 - np.array([8, 48, 107])) < 12, axis=-1)
     assert dark_blue.sum() > 200
+
+
+def test_text_from_labels_and_raters_reaches_the_page_as_text_only(tmp_path: Path) -> None:
+    # Labels, categories, ids, notes and warnings all come from a labels file; the last label is valid-looking
+    # mathtext that does not parse, which used to make the figures (and so the whole report) fail to draw.
+    mathtext = r"cost $\frob{x}$"
+    labels = [*PAYLOADS, mathtext]
+    reference = [labels[i % 4] for i in range(16)]
+    predicted = [labels[(i + i // 8) % 4] for i in range(16)]
+    overall = agreement_report(reference, predicted, labels=labels, n_resamples=20, name=PAYLOADS[0])
+    data = CalibrationReportData(
+        title=PAYLOADS[0],
+        judge=PAYLOADS[1],
+        fingerprint=PAYLOADS[2],
+        label_set=f"/labels/{PAYLOADS[1]}.jsonl",
+        overall=overall,
+        ceiling_reason=f"{PAYLOADS[2]} {mathtext}",
+        categories=[
+            CategoryResult(category=text, judge=overall, ceiling_reason=text) for text in (*PAYLOADS, mathtext)
+        ],
+        disagreements=[
+            Disagreement(
+                item_id=PAYLOADS[0],
+                target=PAYLOADS[1],
+                category=PAYLOADS[2],
+                reference_label=PAYLOADS[1],
+                judge_label=PAYLOADS[2],
+                confidence=0.5,
+                rationale=PAYLOADS[0],
+                reference_evidence=PAYLOADS[1],
+                judge_evidence=[PAYLOADS[2]],
+                notes=list(PAYLOADS),
+            )
+        ],
+        warnings=list(PAYLOADS),
+    )
+    _, html_path = write_report(data, tmp_path)
+    page = html_path.read_text()
+    assert_no_injection(page, images=len(FIGURE_IDS))
+    assert "cost $\\frob{x}$" in page  # shown as written, like every other label
+    # The figures were drawn (real PNGs), mathtext label and all.
+    found = {m["id"]: m for m in IMG.finditer(page)}
+    assert set(found) == set(FIGURE_IDS)
+    assert all(base64.b64decode(m["data"]).startswith(PNG_SIGNATURE) for m in found.values())

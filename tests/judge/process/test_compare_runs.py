@@ -14,6 +14,7 @@ from judge.process.compare import compare_run_dirs, compare_runs, spearman
 from judge.process.metrics import compute_process_metrics, load_run
 from judge.process.models import PROCESS_METRIC_NAMES, EmbeddingInfo, ProcessMetrics, ProcessOptions
 from judge.process.report_html import render_report_html
+from tests.html_injection import PAYLOADS, assert_no_injection
 
 NO_EMBED = ProcessOptions(embed_code=False)
 
@@ -83,3 +84,20 @@ def test_the_html_report_holds_one_png_per_metric(tmp_path: Path) -> None:
     assert all(base64.b64decode(image).startswith(b"\x89PNG\r\n\x1a\n") for image in images)
     assert "agent4 / Generalization_domainbed" in page
     assert "<script" not in page and "http" not in page  # self-contained
+
+
+def test_text_from_runs_reaches_the_html_report_as_text_only(tmp_path: Path) -> None:
+    # Agent and task names, the source path, the test status and the embedding's names all come from run files.
+    report = compare_run_dirs(_runs(tmp_path), options=NO_EMBED)
+    info = EmbeddingInfo(
+        model_name=PAYLOADS[0], model_path="/m", model_fingerprint=PAYLOADS[1], dimension=3, max_seq_length=8,
+        pooling="mean", chunking=PAYLOADS[2],
+    )  # fmt: skip
+    runs = [
+        run.model_copy(update={"agent": PAYLOADS[k % 3], "task": PAYLOADS[(k + 1) % 3], "test_status": PAYLOADS[k % 3]})
+        for k, run in enumerate(report.runs)
+    ]
+    runs.append(report.runs[0].model_copy(update={"agent": None, "task": None, "source": f"/runs/{PAYLOADS[1]}"}))
+    correlations = [c.model_copy(update={"note": PAYLOADS[2]}) for c in report.correlations]
+    page = render_report_html(report.model_copy(update={"runs": runs, "correlations": correlations, "embedding": info}))
+    assert_no_injection(page, images=len(PROCESS_METRIC_NAMES), visible=(*PAYLOADS, f"/runs/{PAYLOADS[1]}"))

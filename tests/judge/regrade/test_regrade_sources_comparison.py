@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from pathlib import Path
@@ -12,9 +13,11 @@ from judge.errors import InputError, SubmissionFormatError
 from judge.models import JudgeFingerprint
 from judge.regrade.comparison import build_changes
 from judge.regrade.export import LeafVerdict, RunRecord
-from judge.regrade.sources import discover, read_old_verdict, run_key
+from judge.regrade.report_html import render_changes_html
+from judge.regrade.sources import OldVerdict, RunRef, discover, read_old_verdict, run_key
 from judge.rubric_loader import load_rubric
 from tests.conftest import EXPBENCH_TASKS, SHARED_DATA
+from tests.html_injection import PAYLOADS, assert_no_injection
 from tests.judge.regrade.conftest import SMALL_TASKS, expbench_task, variations, write_jsonl
 
 HISTORIC = SHARED_DATA / "expbench" / "historic_runs"
@@ -149,3 +152,27 @@ def test_the_library_names_an_output_folder_that_is_a_file(tmp_path: Path) -> No
     for out in (blocker, blocker / "below"):
         with pytest.raises(InputError, match="output folder"):
             OutputWriter(out)
+
+
+def test_text_from_runs_reaches_changes_html_as_text_only() -> None:
+    # Run, task and leaf ids, leaf targets, the old verdicts' sources and judge failures, errors of runs that
+    # were not graded and the judge's own names all come from data; none of it may become markup.
+    rubric = load_rubric("expbench-v1")
+    fingerprint = JudgeFingerprint(rubric_id=rubric.id, rubric_version=rubric.version, rubric_hash="h",
+                                   judge=PAYLOADS[0], model=PAYLOADS[1], code_version="test")
+    run_id, task_id, leaf = PAYLOADS
+    now = _record(run_id, {leaf: "pass"}, 100.0)
+    now.task_id, now.process = task_id, {"steps_run": 3, "test_status": PAYLOADS[0]}
+    now.leaves[leaf] = LeafVerdict("design", "pass", 1.0, None, PAYLOADS[1])
+    before = _record(run_id, {leaf: "fail"}, 50.0)
+    before.process = {"steps_run": 2, "test_status": PAYLOADS[2]}
+    failed = RunRecord(run_id=PAYLOADS[1], run_key="k", status="failed", error=PAYLOADS[2])
+    old = [OldVerdict(source=PAYLOADS[0], path=Path(f"/runs/{PAYLOADS[1]}"), design=10.0, implementation=0.0,
+                      conclusion=False, judge_failure=PAYLOADS[2]),
+           OldVerdict(source=PAYLOADS[2], path=Path("/runs/x"), design=90.0, implementation=0.0, conclusion=True)]
+    refs = {run_id: RunRef(run_id=run_id, kind="native", task_key=task_id, origin=PAYLOADS[1], old=old)}
+    report = build_changes([now, failed], refs, rubric, fingerprint, {run_id: before}, PAYLOADS[1])
+    report["notes"].append(PAYLOADS[0])
+    page = render_changes_html(report)
+    assert_no_injection(page, images=0)
+    assert html.escape(f"fingerprint:{PAYLOADS[1]}") in page  # the baseline's name, shown as written
