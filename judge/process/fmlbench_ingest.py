@@ -18,6 +18,7 @@ from judge.models.submission import TrajectoryStep
 from judge.process.models import FinalTest, ProcessRun
 from judge.process.outcome import finite_number, fmlbench_range
 from judge.process.run_files import find_baseline_dir, read_baseline_code, read_json
+from judge.process.step_code import repeated_step_ids
 
 SUMMARY_FILE = "summary.json"
 SNAPSHOT_FOLDER = "step_snapshots"
@@ -67,14 +68,23 @@ def _tokens(value: Any) -> int | None:
     return int(number) if number is not None and number >= 0 else None
 
 
-def _snapshot_paths(run_dir: Path) -> dict[int, Path]:
+def _snapshot_paths(run_dir: Path, notes: list[str]) -> dict[int, Path]:
+    """{step_id: its snapshot file}. When one step id has several files (`step_3_code.json` next to
+    `step_0003_code.json`), FML-bench's own name is read (else the first by name) and the notes say so."""
     folder = run_dir / SNAPSHOT_FOLDER
-    paths: dict[int, Path] = {}
+    found: dict[int, list[Path]] = {}
     if folder.is_dir():
-        for path in folder.iterdir():
+        for path in sorted(folder.iterdir()):
             match = _SNAPSHOT_NAME.search(path.name)
             if match:
-                paths[int(match.group(1))] = path
+                found.setdefault(int(match.group(1)), []).append(path)
+    paths: dict[int, Path] = {}
+    for step_id, files in found.items():
+        kept = next((f for f in files if f.name == f"step_{step_id:04d}_code.json"), files[0])
+        paths[step_id] = kept
+        if len(files) > 1:
+            others = ", ".join(f.name for f in files if f != kept)
+            notes.append(f"step_id {step_id} has {len(files)} snapshot files: {kept.name} is read, not {others}")
     return paths
 
 
@@ -175,8 +185,16 @@ def load_fmlbench_run(run_dir: Path, *, baseline_dir: Path | None = None, read_c
     raw_steps = summary.get("val_steps") or []
     if not isinstance(raw_steps, list):
         raise InputError("expected a list", field=f"{summary_path}:val_steps")
-    snapshots = _snapshot_paths(run_dir) if read_code else {}
+    snapshots = _snapshot_paths(run_dir, notes) if read_code else {}
     steps = [_step(raw, i, run_dir, snapshots, targets, read_code) for i, raw in enumerate(raw_steps)]
+    for step_id, count in repeated_step_ids(steps).items():
+        # Snapshot files are named by step id alone, so steps that share an id share its one file (what the
+        # others' code was is not on disk). compute_process_metrics notes the repeat itself.
+        if step_id in snapshots:
+            notes.append(
+                f"the {count} steps with step_id {step_id} all read the one snapshot "
+                f"{SNAPSHOT_FOLDER}/{snapshots[step_id].name}, so their code is embedded as the same"
+            )
 
     usage = summary.get("token_usage")
     budget = summary.get("total_steps")

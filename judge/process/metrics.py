@@ -12,7 +12,7 @@ from judge.process import exploration, outcome
 from judge.process.code_embeddings import CodeEmbedder
 from judge.process.fmlbench_ingest import SUMMARY_FILE, load_fmlbench_run
 from judge.process.models import FinalTest, MetricDirection, ProcessMetrics, ProcessOptions, ProcessRun
-from judge.process.step_code import document, step_files
+from judge.process.step_code import document, repeated_step_ids, step_files
 from judge.process.trajectory_ingest import TRAJECTORY_FILE, load_trajectory_run
 
 
@@ -40,6 +40,20 @@ def load_run(path: Path, *, baseline_dir: Path | None = None) -> ProcessRun:
 
 
 Fields = dict[str, object]
+
+
+def _repeated_step_ids_note(steps: Sequence[TrajectoryStep]) -> list[str]:
+    # A repeated id is a broken record, but a held-out run must degrade, not fail: keep every step and say so.
+    # Nothing here is keyed by step_id (steps are a list, the curve goes by position), so no step is lost.
+    repeated = repeated_step_ids(steps)
+    if not repeated:
+        return []
+    listed = ", ".join(f"{step_id} ({n} times)" for step_id, n in repeated.items())
+    return [
+        f"step_id repeats: {listed}; every occurrence counts as a step of its own (none is merged or dropped): "
+        "step counts and rates, the improvement curve (by position, in file order), the embedding (of each step "
+        "with code) and summed tokens and time include each"
+    ]
 
 
 def _exploration(run: ProcessRun, options: ProcessOptions, embedder: CodeEmbedder | None) -> tuple[Fields, list[str]]:
@@ -154,7 +168,7 @@ def compute_process_metrics(
     budget, budget_source = (options.budget, "option") if options.budget else (run.budget, "run")
     explored, exploration_notes = _exploration(run, options, embedder)
     performance, performance_notes = _performance(run, options, direction)
-    notes = [*run.notes, *exploration_notes, *performance_notes]
+    notes = [*run.notes, *_repeated_step_ids_note(run.steps), *exploration_notes, *performance_notes]
     if budget is None:
         budget_source = "none"
         notes.append("no step budget (give --budget): completion rate not computed")

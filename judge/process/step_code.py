@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
@@ -97,3 +98,8 @@ def step_files(step: TrajectoryStep, baseline: Mapping[str, str]) -> dict[str, s
 def document(files: Mapping[str, str]) -> list[str]:
     """The embedded form of some code: file contents in path order (FML-bench's order)."""
     return [files[path] for path in sorted(files)]
+
+
+def repeated_step_ids(steps: Sequence[TrajectoryStep]) -> dict[int, int]:
+    """{step_id: occurrences} of the ids that more than one step carries, in order of first appearance."""
+    return {step_id: n for step_id, n in Counter(step.step_id for step in steps).items() if n > 1}

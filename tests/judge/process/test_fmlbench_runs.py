@@ -225,3 +225,37 @@ def test_bad_run_folders_raise_errors_that_name_the_file(tmp_path: Path) -> None
     (wrong / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(InputError, match="expected a list"):
         load_run(wrong)
+
+
+def test_a_repeated_step_id_is_kept_counted_and_noted(tmp_path: Path) -> None:
+    # val_steps[2] re-uses step_id 1: both steps count; snapshots are named by step id, so both read step 1's.
+    spec = RunSpec(snapshots=[{"algorithms.py": EDITED_ALGORITHMS}] * 3, metrics=[0.5, 0.55, 0.6])
+    run_dir = spec.write(tmp_path)
+    (run_dir / "step_snapshots" / "step_0001_code.json").write_text(
+        json.dumps({"workspace/x/DomainBed/algorithms.py": OTHER_ALGORITHMS})
+    )
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["val_steps"][2]["step_id"] = 1
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    run = load_fmlbench_run(run_dir)
+    assert [step.step_id for step in run.steps] == [0, 1, 1]
+    assert run.steps[1].code == run.steps[2].code == {"algorithms.py": OTHER_ALGORITHMS}
+    assert any(
+        "the 2 steps with step_id 1 all read the one snapshot step_snapshots/step_0001_code.json" in note
+        for note in run.notes
+    ), run.notes
+    metrics = compute_process_metrics(run, options=ProcessOptions(embed_code=False))
+    assert (metrics.steps_total, metrics.steps_run, metrics.steps_succeeded) == (3, 3, 3)
+    assert metrics.step_completion_rate == pytest.approx(0.03)
+    assert len(metrics.improvement_curve) == 3
+    assert any("step_id repeats: 1 (2 times);" in note for note in metrics.notes), metrics.notes
+
+
+def test_two_snapshot_files_of_one_step_id_are_read_in_a_fixed_order_and_noted(tmp_path: Path) -> None:
+    run_dir = RunSpec(snapshots=[{"algorithms.py": EDITED_ALGORITHMS}] * 2, metrics=[0.5, 0.55]).write(tmp_path)
+    (run_dir / "step_snapshots" / "step_1_code.json").write_text(
+        json.dumps({"workspace/x/DomainBed/algorithms.py": OTHER_ALGORITHMS})
+    )
+    run = load_fmlbench_run(run_dir)
+    assert run.steps[1].code == {"algorithms.py": EDITED_ALGORITHMS}  # FML-bench's own name wins
+    assert "step_id 1 has 2 snapshot files: step_0001_code.json is read, not step_1_code.json" in run.notes

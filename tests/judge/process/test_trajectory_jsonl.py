@@ -161,3 +161,28 @@ def test_bad_run_info_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="metric_direction") as caught:
         load_run(folder)
     assert caught.value.field == str(folder / "run.json")
+
+
+def test_a_repeated_step_id_is_kept_counted_and_noted(tmp_path: Path, make_embedder: Embedders) -> None:
+    # The last step re-uses id 1: the run is scored as before (every line is a step) and the notes say so.
+    steps = [*STEPS[:3], {**STEPS[3], "step_id": 1}]
+    run = load_run(_write(tmp_path / "run", steps))
+    assert [step.step_id for step in run.steps] == [0, 1, 2, 1]
+    metrics = compute_process_metrics(run, embedder=make_embedder())
+    assert (metrics.steps_total, metrics.steps_run, metrics.steps_succeeded) == (4, 3, 2)
+    assert metrics.step_success_rate == pytest.approx(2 / 3)
+    assert metrics.embedded_steps == 3 and metrics.clusters == 3  # both steps with id 1 embedded, each its own code
+    assert metrics.improvement_curve == pytest.approx([0.05, 0.05, 0.15])
+    assert (metrics.total_tokens, metrics.wall_time_seconds) == (150, 3.0)
+    repeat = [note for note in metrics.notes if "step_id repeats" in note]
+    assert len(repeat) == 1 and "1 (2 times)" in repeat[0], metrics.notes
+    assert "every occurrence counts as a step of its own (none is merged or dropped)" in repeat[0]
+    # A trajectory held in memory (a submission's) gets the same note; unique ids get none.
+    in_memory = metrics_from_trajectory(
+        [TrajectoryStep(step_id=i) for i in (4, 4, 4, 5, 5, 6)], metric_direction=None,
+        options=ProcessOptions(embed_code=False),
+    )  # fmt: skip
+    assert in_memory.steps_total == 6
+    assert any("step_id repeats: 4 (3 times), 5 (2 times);" in note for note in in_memory.notes), in_memory.notes
+    unique = compute_process_metrics(load_run(_write(tmp_path / "unique")), options=ProcessOptions(embed_code=False))
+    assert not any("step_id" in note for note in unique.notes)
