@@ -97,6 +97,7 @@ class Embedder:
         self._batch_size = batch_size
         self._lock = threading.Lock()
         self.encoded_texts = 0  # texts that went through the model (cache misses)
+        self.model_calls = 0  # calls of the model that encoded them (fewer, larger calls are faster)
 
     @property
     def model_id(self) -> str:
@@ -125,6 +126,7 @@ class Embedder:
                     show_progress_bar=False,
                 )
                 self.encoded_texts += len(missing)
+                self.model_calls += 1
                 for key, vector in zip(missing, vectors, strict=True):
                     self._cache[key] = np.asarray(vector, dtype=np.float32)
                 while len(self._cache) > self._cache_size:
