@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from calibration.agreement_models import MetricScale
@@ -279,7 +280,7 @@ class CaseRunner:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=self.console, disable=not self.progress,
                       transient=False) as bar:
-            task_id = bar.add_task(f"{self.judge.name} on {len(cases)} items", total=len(cases),
+            task_id = bar.add_task(f"{escape(self.judge.name)} on {len(cases)} items", total=len(cases),
                                    completed=len(cases) - len(pending))
             evidence = await asyncio.to_thread(self.build_evidence, [cases[i] for i in pending])
             semaphore = asyncio.Semaphore(self.concurrency)

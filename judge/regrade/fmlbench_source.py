@@ -181,9 +181,12 @@ def submission_of(run: ProcessRun, run_id: str, task_id: str, agent: str | None)
     diff = None
     if final is not None and run.baseline_code is not None:
         diff = code_diff(run.baseline_code, step_files(final, baseline) or {})
+    # The step's position says which one it is even when step ids repeat (a broken record, kept and noted).
+    position = next((i for i, step in enumerate(run.steps) if step is final), None)
     return Submission(
         submission_id=run_id, run_id=run_id, task_id=task_id, agent=agent, diff=diff, trajectory=steps,
-        metadata={"source": "fmlbench", "run_dir": run.source, "diff_step_id": final.step_id if final else None},
+        metadata={"source": "fmlbench", "run_dir": run.source, "diff_step_id": final.step_id if final else None,
+                  "diff_step_index": position},
     )
 
 

@@ -154,6 +154,7 @@ def test_the_submission_is_the_trajectory_and_the_best_steps_diff(tmp_path: Path
     assert submission.trajectory[0].code == {**BASELINE_CODE, "algorithms.py": EDITED_ALGORITHMS}
     # The diff shows the best-validation step (step 1, 0.6), and applies to the baseline exactly.
     assert submission.metadata["diff_step_id"] == 1 and submission.diff
+    assert submission.metadata["diff_step_index"] == 1  # its position in the trajectory (ids may repeat)
     assert apply_unified_diff(BASELINE_CODE, submission.diff, where="test") == {
         **BASELINE_CODE, "algorithms.py": OTHER_ALGORITHMS}
     task = found.tasks.task(ref.task_key)
