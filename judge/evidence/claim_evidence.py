@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from judge.evidence.diff_evidence import Hunk, ParsedDiff
 from judge.evidence.embeddings import Embedder
 from judge.evidence.numeric_claims import compare_numbers
-from judge.evidence.shortlist import lexical_shortlist, shortlisted_similarity
+from judge.evidence.shortlist import EMBED_ALL_UP_TO, shortlisted_similarity
 from judge.judges.base import AlignedSnippet, LeafEvidence
 from judge.models import Leaf
 
@@ -336,11 +336,13 @@ def diff_windows(diff: ParsedDiff) -> list[DiffWindow]:
 
 
 def alignment_texts(leaves: list[Leaf], diff: ParsedDiff) -> list[str]:
-    """Every text `build_claim_evidence` embeds for these leaves (lets a caller batch the encoding)."""
-    targets = [leaf.target for leaf in leaves]
+    """The texts `build_claim_evidence` embeds for these leaves (lets a caller batch the encoding).
+
+    A diff too big to embed whole is left to `build_claim_evidence`, which embeds its lexical shortlist
+    in one call (choosing the shortlist here as well would run the tf-idf pass twice).
+    """
     texts = [w.embed_text for w in diff_windows(diff)]
-    chosen = lexical_shortlist(targets, texts)
-    return targets + (texts if chosen is None else [texts[i] for i in chosen])
+    return [leaf.target for leaf in leaves] + (texts if len(texts) <= EMBED_ALL_UP_TO else [])
 
 
 def _args_float(leaf: Leaf, name: str, default: float) -> float:
