@@ -9,15 +9,21 @@ not part of the scheme: the row is left unlabelled and listed in `LabelSet.warni
 put a label in the reference that no rater gave. The raters' files must list the same claims about the same
 diffs; a diff that differs only in whitespace (one diff in the Python files has its tabs expanded in one
 rater's copy) keeps the first file's text and is noted in the warnings.
+
+A diff id may carry two different diffs (the JavaScript files reuse one in both raters' files). Both are kept:
+the claims of such an id are keyed by `<id>~<content hash of the diff>` (whitespace-insensitive, so each rater's
+copy of one diff gets the same key and their labels still pair up), a warning names the id, and every id that
+carries one diff keeps its plain key, so stored calibration runs and caches keep matching.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibration.items import CLAIM_CRITERION, ClaimItem
@@ -28,7 +34,7 @@ CRSCORE_CLASSES: dict[int, str] = {1: "correct", 0: "incorrect", -1: "unverifiab
 """CRScore's codes and the class names expjudge uses for them."""
 CLAIM_LABELS: tuple[str, ...] = ("correct", "incorrect", "unverifiable", "incomplete")
 """Fixed label order of claim labels (confusion matrices, per-class tables)."""
-LANGUAGES: dict[str, str] = {"py": "python", "java": "java"}
+LANGUAGES: dict[str, str] = {"py": "python", "java": "java", "js": "javascript"}
 FILE_PATTERN = re.compile(r"^(?P<lang>[a-z]+)_claim_acc_annot_(?P<rater>[A-Za-z0-9]+)\.csv$")
 
 
@@ -42,6 +48,16 @@ class _Row:
     claim: str
     label: str
     error_type: str
+
+
+@dataclass
+class _Collected:
+    """What the raters' files add up to: items by id, where each was first seen, labels, warnings."""
+
+    items: dict[str, ClaimItem] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
+    labels: list[HumanLabel] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def crscore_files(folder: Path) -> list[Path]:
@@ -118,8 +134,39 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
+def diff_key(diff_id: str, diff: str) -> str:
+    """Key of one of several different diffs that share `diff_id`: the id and a hash of the diff's content.
+
+    The hash is taken over the diff with whitespace runs made one space, so two raters' copies that differ
+    only in whitespace get one key.
+    """
+    return f"{diff_id}~{hashlib.sha256(_squash(diff).encode()).hexdigest()[:12]}"
+
+
+def _diff_keys(lang: str, rows: dict[Path, list[_Row]], warnings: list[str]) -> dict[tuple[str, str], str]:
+    """Key of every (diff id, whitespace-squashed diff) of one language's files; a warning per shared id.
+
+    An id that carries one diff is its own key, so item ids only change where they would otherwise collide.
+    """
+    seen: dict[str, dict[str, str]] = {}  # diff id -> squashed diff -> where it first starts
+    for path, file_rows in rows.items():
+        for row in file_rows:
+            if row.position == 0:
+                seen.setdefault(row.diff_id, {}).setdefault(_squash(row.diff), f"{path}:{row.line}")
+    keys: dict[tuple[str, str], str] = {}
+    for diff_id, diffs in seen.items():
+        for squashed in diffs:
+            keys[diff_id, squashed] = diff_id if len(diffs) == 1 else diff_key(diff_id, squashed)
+        if len(diffs) > 1:
+            warnings.append(
+                f"diff id {diff_id!r} carries {len(diffs)} different diffs (starting at {', '.join(diffs.values())});"
+                f" each is kept as its own group: {', '.join(group_id_for(lang, keys[diff_id, d]) for d in diffs)}"
+            )
+    return keys
+
+
 def item_id_for(language: str, diff_id: str, position: int) -> str:
-    """Stable id of the `position`-th claim (from 0) about diff `diff_id` in `language` ("py", "java")."""
+    """Stable id of the `position`-th claim (from 0) about diff `diff_id` (or its `diff_key`) in `language`."""
     return f"crscore:{language}:{diff_id}:{position}"
 
 
@@ -134,8 +181,9 @@ def load_crscore(
     """Claims about diffs and the raters' labels from a CRScore folder.
 
     Labels are categorical with the classes of `CLAIM_LABELS`, criterion `claim_correctness`, category =
-    language ("python", "java"), group = the diff. A rater's "error type" column, where present, becomes
-    the label's note.
+    language ("python", "java", "javascript"), group = the diff. A rater's "error type" column, where present,
+    becomes the label's note. A diff id that carries different diffs is split into one group per diff (see
+    `diff_key`) with a warning.
 
     Args:
         folder: Directory with `<lang>_claim_acc_annot_<rater>.csv` files.
@@ -149,64 +197,71 @@ def load_crscore(
     root = Path(folder)
     if not is_crscore_folder(root):
         raise InputError("no <lang>_claim_acc_annot_<rater>.csv files here", field=str(root))
-    items: dict[str, ClaimItem] = {}
-    where: dict[str, str] = {}
-    labels: list[HumanLabel] = []
-    warnings: list[str] = []
+    into = _Collected()
+    # Whether a diff id collides is known only once every rater's file of the language is read.
+    by_language: dict[str, dict[tuple[Path, str], list[_Row]]] = {}
     for path in crscore_files(root):
         m = FILE_PATTERN.match(path.name)
         assert m is not None  # crscore_files only returns matching names
-        lang, rater = m["lang"], m["rater"]
-        if languages is not None and lang not in languages:
-            continue
-        for row in _rows(path):
-            loc = f"{path}:{row.line}"
-            item = ClaimItem(
-                item_id=item_id_for(lang, row.diff_id, row.position),
-                group_id=group_id_for(lang, row.diff_id),
-                category=LANGUAGES.get(lang, lang),
-                language=LANGUAGES.get(lang, lang),
-                diff=row.diff,
-                claim=row.claim,
-                source_index=row.source_index or None,
-            )
-            known = items.setdefault(item.item_id, item)
-            if known.claim != item.claim or _squash(known.diff) != _squash(item.diff):
-                raise InputError(
-                    f"claim {item.item_id} or its diff differs from the one at {where[item.item_id]}",
-                    field=loc,
-                )
-            if known.diff != item.diff and row.position == 0:
-                warnings.append(
-                    f"{loc}: diff {item.group_id} differs only in whitespace from the one at "
-                    f"{where[item.item_id]}; kept that one"
-                )
-            where.setdefault(item.item_id, loc)
-            if not row.label:
-                continue
-            try:
-                cls = CRSCORE_CLASSES[int(row.label)]
-            except (ValueError, KeyError):
-                msg = f"label {row.label!r} is not one of 1, 0, -1, -2; row left unlabelled"
-                if strict:
-                    raise InputError(msg, field=loc) from None
-                warnings.append(f"{loc}: {msg}")
-                continue
-            labels.append(
-                HumanLabel(
-                    item_id=item.item_id,
-                    criterion=CLAIM_CRITERION,
-                    rater_id=rater,
-                    label=cls,
-                    scale="categorical",
-                    category=item.category,
-                    group_id=item.group_id,
-                    note=f"error type: {row.error_type}" if row.error_type else None,
-                )
-            )
-    if not items:
+        if languages is None or m["lang"] in languages:
+            by_language.setdefault(m["lang"], {})[path, m["rater"]] = list(_rows(path))
+    for lang, files in by_language.items():
+        keys = _diff_keys(lang, {path: rows for (path, _), rows in files.items()}, into.warnings)
+        for (path, rater), rows in files.items():
+            _add_file(lang, rater, path, rows, keys, into, strict)
+    if not into.items:
         present = {m["lang"] for f in crscore_files(root) if (m := FILE_PATTERN.match(f.name))}
         if languages is not None and not present & set(languages):
             raise InputError(f"no files for languages {list(languages)}", field=str(root))
         raise InputError("the CRScore files hold no claims", field=str(root))
-    return list(items.values()), LabelSet(labels=labels, source=str(root), warnings=warnings)
+    return list(into.items.values()), LabelSet(labels=into.labels, source=str(root), warnings=into.warnings)
+
+
+def _add_file(lang: str, rater: str, path: Path, rows: list[_Row], keys: dict[tuple[str, str], str],
+              into: _Collected, strict: bool) -> None:
+    """Add one rater's claims and labels to `into`."""
+    for row in rows:
+        loc = f"{path}:{row.line}"
+        key = keys[row.diff_id, _squash(row.diff)]
+        item = ClaimItem(
+            item_id=item_id_for(lang, key, row.position),
+            group_id=group_id_for(lang, key),
+            category=LANGUAGES.get(lang, lang),
+            language=LANGUAGES.get(lang, lang),
+            diff=row.diff,
+            claim=row.claim,
+            source_index=row.source_index or None,
+        )
+        known = into.items.setdefault(item.item_id, item)
+        if known.claim != item.claim or _squash(known.diff) != _squash(item.diff):
+            raise InputError(
+                f"claim {item.item_id} or its diff differs from the one at {into.where[item.item_id]}", field=loc
+            )
+        if known.diff != item.diff and row.position == 0:
+            into.warnings.append(
+                f"{loc}: diff {item.group_id} differs only in whitespace from the one at "
+                f"{into.where[item.item_id]}; kept that one"
+            )
+        into.where.setdefault(item.item_id, loc)
+        if not row.label:
+            continue
+        try:
+            cls = CRSCORE_CLASSES[int(row.label)]
+        except (ValueError, KeyError):
+            msg = f"label {row.label!r} is not one of 1, 0, -1, -2; row left unlabelled"
+            if strict:
+                raise InputError(msg, field=loc) from None
+            into.warnings.append(f"{loc}: {msg}")
+            continue
+        into.labels.append(
+            HumanLabel(
+                item_id=item.item_id,
+                criterion=CLAIM_CRITERION,
+                rater_id=rater,
+                label=cls,
+                scale="categorical",
+                category=item.category,
+                group_id=item.group_id,
+                note=f"error type: {row.error_type}" if row.error_type else None,
+            )
+        )

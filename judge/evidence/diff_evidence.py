@@ -5,6 +5,10 @@ exactly as it stands in the patch (so evidence quotes can be checked against it)
 of very large hunks so a 5,000-line new file can be aligned piecewise, and strictness: `unidiff` accepts some
 text that is not a diff (prose yields an empty patch set, stray text between files is kept as "patch info"),
 which here raises `MalformedDiffError` instead of silently grading an empty or partial diff.
+
+Entries that change no line are kept as files without hunks, never refused: a renamed, copied or mode-changed
+file, a binary file, and an empty file, whether git writes it with no hunk (with or without ---/+++ lines) or a
+tool writes a body-less `@@ -0,0 +1,0 @@` hunk (unidiff would read the next entry's first line as its body).
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ _HEADER_LINE = re.compile(
 )
 _FILE_START = re.compile(r"(?:diff |--- |Binary files? )")
 _BLANK = re.compile(r"\s*")
+# `git diff --binary` writes a forward and a reverse block, the reverse one after a blank line.
+_BINARY_BLOCK = re.compile(r"(?:literal|delta) \d+\r?\n?")
+_GIT_INDEX = re.compile(r"index ([0-9a-f]+)\.\.([0-9a-f]+)(?: \d+)?\r?\n?")
+# Hashes of the empty blob (SHA-1 and SHA-256 repositories); git abbreviates them to a prefix.
+_EMPTY_BLOBS = ("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+                "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813")
 
 
 @dataclass(frozen=True)
@@ -100,21 +110,36 @@ class ParsedDiff:
 class _CountingLines:
     """Iterator over the patch lines that remembers the 1-based number of the last line handed out.
 
-    unidiff's errors carry no line number; this is how an error message gets one.
+    unidiff's errors carry no line number; this is how an error message gets one. unidiff always reads one body
+    line after a hunk header, so a body-less one (indices `empty_hunks`) would swallow the next entry's first
+    line: each is followed by a "\\ No newline" marker that ends its hunk and that `original` maps back to it.
     """
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], empty_hunks: frozenset[int] = frozenset()) -> None:
         self._lines = lines
+        self._empty_hunks = empty_hunks
+        self._numbers: list[int] = []
+        self._marker_due = False
         self.line_no = 0
 
     def __iter__(self) -> Iterator[str]:
         return self
 
     def __next__(self) -> str:
+        if self._marker_due:
+            self._marker_due = False
+            self._numbers.append(self.line_no)
+            return "\\ No newline at end of file\n"
         if self.line_no >= len(self._lines):
             raise StopIteration
+        self._marker_due = self.line_no in self._empty_hunks
         self.line_no += 1
+        self._numbers.append(self.line_no)
         return self._lines[self.line_no - 1]
+
+    def original(self, unidiff_line_no: int) -> int:
+        """The 1-based number in the text of the line unidiff numbered `unidiff_line_no`."""
+        return self._numbers[unidiff_line_no - 1]
 
 
 def _split_lines(text: str) -> list[str]:
@@ -175,7 +200,8 @@ def parse_diff(text: str, *, max_hunk_lines: int | None = None) -> ParsedDiff:
     if not text.strip():
         return ParsedDiff()
     lines = _split_lines(text)
-    counter = _CountingLines(lines)
+    empty_hunks = frozenset(index for index, line in enumerate(lines) if _is_empty_hunk_header(line))
+    counter = _CountingLines(lines, empty_hunks)
     try:
         patch = PatchSet(counter)
     except UnidiffParseError as exc:
@@ -184,7 +210,7 @@ def parse_diff(text: str, *, max_hunk_lines: int | None = None) -> ParsedDiff:
         raise MalformedDiffError(
             "no file header (---/+++ or diff --git) found: the text is not a unified diff", field="diff"
         )
-    files, claimed = _build_files(patch, lines)
+    files, claimed = _build_files(patch, lines, counter, empty_hunks)
     _check_unclaimed(lines, claimed)
     if max_hunk_lines is not None:
         files = [
@@ -194,27 +220,36 @@ def parse_diff(text: str, *, max_hunk_lines: int | None = None) -> ParsedDiff:
     return ParsedDiff(files=files)
 
 
-def _build_files(patch: PatchSet, lines: list[str]) -> tuple[list[DiffFile], list[tuple[int, int]]]:
+def _is_empty_hunk_header(line: str) -> bool:
+    """True for a hunk header whose both line counts are an explicit 0, e.g. "@@ -0,0 +1,0 @@"."""
+    match = RE_HUNK_HEADER.match(line)
+    return match is not None and match.group(2) == "0" and match.group(4) == "0"
+
+
+def _build_files(
+    patch: PatchSet, lines: list[str], numbering: _CountingLines, empty_hunks: frozenset[int]
+) -> tuple[list[DiffFile], list[tuple[int, int]]]:
     """DiffFiles from unidiff's patch set, and the 1-based line ranges its hunks occupy."""
     files: list[DiffFile] = []
-    claimed: list[tuple[int, int]] = []
+    claimed: list[tuple[int, int]] = [(index + 1, index + 1) for index in empty_hunks]
     counter = 0
     for patched in patch:
         new_path = patched.target_file if patched.target_file != _DEV_NULL else patched.source_file
         old_path = None if patched.source_file == _DEV_NULL else _strip_prefix(patched.source_file)
         path = _strip_prefix(new_path)
-        if not patched and not patched.is_binary_file and _has_file_header(patched, lines):
-            # A ---/+++ pair with no hunk after it: a cut-off diff, not an empty change.
+        entry_line = numbering.original(patched.diff_line_no or 1)
+        if not patched and not patched.is_binary_file and _is_truncated(patched, entry_line, lines):
             raise MalformedDiffError(
-                f"line {patched.diff_line_no}: file header for {path!r} has no hunks (truncated diff?)",
-                field="diff",
+                f"line {entry_line}: file header for {path!r} has no hunks (truncated diff?)", field="diff"
             )
         hunks: list[Hunk] = []
         for unihunk in patched:
-            counter += 1
-            numbered = [line.diff_line_no for line in unihunk if line.diff_line_no is not None]
+            if unihunk.source_length == unihunk.target_length == 0:
+                continue  # a body-less hunk: an empty file (or side) shows no line
+            numbered = [numbering.original(line.diff_line_no) for line in unihunk if line.diff_line_no is not None]
             if not numbered:  # pragma: no cover - unidiff always reads at least one body line
                 continue
+            counter += 1
             start = numbered[0] - 1
             end = numbered[-1]
             while end < len(lines) and lines[end].startswith("\\"):
@@ -247,18 +282,32 @@ def _build_files(patch: PatchSet, lines: list[str]) -> tuple[list[DiffFile], lis
     return files, claimed
 
 
-def _has_file_header(patched: PatchedFile, lines: list[str]) -> bool:
-    """True when the entry has a "+++" line (git entries without one: renames, mode changes, empty files)."""
-    start = patched.diff_line_no or 1
+def _is_truncated(patched: PatchedFile, entry_line: int, lines: list[str]) -> bool:
+    """True when a hunkless entry has a ---/+++ pair that promises hunks it does not hold (a cut-off diff).
+
+    git entries need no such pair (renames, mode changes, empty files), and a pair is no promise when git's
+    header says there is no line to show: both blobs empty, one blob on both sides, a 100% similar rename.
+    """
     info: list[str] = patched.patch_info or []
     if not info or not info[0].startswith("diff --git"):
         return True  # a plain ---/+++ entry exists only through its header lines
-    for index in range(start, min(len(lines), start + 12)):
-        line = lines[index]
+    for line in lines[entry_line : entry_line + 12]:
         if line.startswith("+++ "):
-            return True
+            return not _git_header_shows_no_lines(info)
         if line.startswith("diff ") or not _HEADER_LINE.match(line):
             return False
+    return False
+
+
+def _git_header_shows_no_lines(info: list[str]) -> bool:
+    """True when git's extended header says the entry changes no line of content."""
+    for line in info:
+        if line.startswith("similarity index 100%"):
+            return True
+        match = _GIT_INDEX.fullmatch(line)
+        if match is not None:  # an all-zero id stands for a missing side
+            empty = [not blob.strip("0") or any(e.startswith(blob) for e in _EMPTY_BLOBS) for blob in match.groups()]
+            return match.group(1) == match.group(2) or all(empty)
     return False
 
 
@@ -272,7 +321,7 @@ def _check_unclaimed(lines: list[str], claimed: list[tuple[int, int]]) -> None:
     for start, end in claimed:
         in_hunk[start : end + 1] = b"\x01" * (end - start + 1)
     started = False
-    in_binary_patch = False
+    binary = ""  # "forward", "gap" or "reverse": where a git binary patch's two blocks stand
     for index, line in enumerate(lines, start=1):
         if in_hunk[index]:
             continue
@@ -281,12 +330,15 @@ def _check_unclaimed(lines: list[str], claimed: list[tuple[int, int]]) -> None:
             if not started:
                 continue  # preamble: commit message, email headers
         if _HEADER_LINE.match(line):
-            in_binary_patch = line.startswith("GIT binary patch")
+            binary = "forward" if line.startswith("GIT binary patch") else ""
             continue
         if _BLANK.fullmatch(line):
-            in_binary_patch = False
+            binary = "gap" if binary == "forward" else ""
             continue
-        if in_binary_patch:
+        if binary == "gap" and _BINARY_BLOCK.fullmatch(line):
+            binary = "reverse"
+            continue
+        if binary in ("forward", "reverse"):
             continue  # "literal 123" / base85 data of a git binary patch
         if line.rstrip("\r\n") == "-- ":
             return  # format-patch signature: the rest is the git version trailer

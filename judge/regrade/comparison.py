@@ -3,10 +3,11 @@ next to an earlier expjudge fingerprint's grades in the store.
 
 Old EXP-Bench verdicts carry D (design_score), I (setup_score) and C (conclusion_score); the
 correctness of D and I and the All-check are decided at the rubric's thresholds, written into the
-report. A verdict whose monitor output did not parse (all zeros, "Error parsing response") is a
-judge failure: it is shown, flagged, and left out of the "valid" aggregates, never counted as an
-agent failure. An earlier fingerprint's grades are compared leaf by leaf, and process metrics (FML-bench
-runs) metric by metric.
+report. A verdict whose monitor output did not parse (all zeros, "Error parsing response"), or whose
+scores are the upstream judge's "Error parsing response" itself (no score recorded), is an upstream judge
+failure: it is shown, flagged, listed in `judge_failure_runs`, and left out of the "valid" aggregates,
+never counted as an agent failure. An earlier fingerprint's grades are compared leaf by leaf, and process
+metrics (FML-bench runs) metric by metric.
 """
 
 from __future__ import annotations
@@ -163,6 +164,7 @@ def build_changes(
     valid_rows: dict[str, list[Verdicts]] = {}
     after_rows: dict[str, list[Verdicts]] = {}
     runs: list[dict[str, Any]] = []
+    failed_judgings: list[dict[str, Any]] = []
     for record in graded:
         compared: dict[str, Any] = {}
         ref = refs.get(record.run_id)
@@ -177,6 +179,9 @@ def build_changes(
             after_rows.setdefault(name, []).append(new_verdicts(record))
             if entry["counted"]:
                 valid_rows.setdefault(name, []).append(old_verdicts(verdict, rubric))
+            if verdict.judge_failure:
+                failed_judgings.append({"run_id": record.run_id, "baseline": name, "file": str(verdict.path),
+                                        "reason": verdict.judge_failure})
         if previous is not None and previous_digest is not None and record.run_id in previous:
             name = f"fingerprint:{previous_digest}"
             baselines.setdefault(name, {"kind": "expjudge_fingerprint", "judge_failures": 0, "runs": 0})
@@ -212,12 +217,14 @@ def build_changes(
         "notes": [
             "Old EXP-Bench D/I are decided correct at the rubric's thresholds (EXP-Bench never published its own); "
             "old verdicts have no execution (E) record.",
-            "A judge failure (the upstream monitor's output did not parse, all scores zero) is not an agent "
-            "failure: it is excluded from 'before_valid_only' and from deltas and flips.",
+            "An upstream judge failure (the monitor's output did not parse and every score is zero, or the "
+            "scores themselves read 'Error parsing response') is not an agent failure: it is listed in "
+            "'judge_failure_runs' and excluded from 'before_valid_only' and from deltas and flips.",
         ],
         "aggregates_after": aggregate([new_verdicts(r) for r in graded]),
         "baselines": baselines,
         "judge_failures": sum(info["judge_failures"] for info in baselines.values()),
+        "judge_failure_runs": failed_judgings,
         "runs": runs,
         "not_graded": [{"run_id": r.run_id, "status": r.status, "error": r.error}
                        for r in sorted(records, key=lambda r: r.run_id) if r.grade_id is None],

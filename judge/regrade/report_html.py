@@ -82,7 +82,7 @@ def _runs(report: dict[str, Any]) -> str:
             verdict = " / ".join(_fmt(before.get(k)) for k in ("D", "I", "C", "all_correct"))
             if entry.get("judge_failure"):
                 marked = "jf"
-                note = ('<span class="badge jf">judge failure, not an agent failure</span> '
+                note = ('<span class="badge jf">upstream judge failure, not an agent failure</span> '
                         f'<span class=note>{_e(entry["judge_failure"])}</span>')
             else:
                 deltas = ", ".join(f"{_e(k)} {v:+.1f}" for k, v in entry.get("deltas", {}).items() if v is not None)
@@ -128,6 +128,18 @@ def _process(report: dict[str, Any]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _judge_failures(report: dict[str, Any]) -> str:
+    # A changes.json written before the list existed has none: the badges in the runs table still show them.
+    failed = report.get("judge_failure_runs") or []
+    if not failed:
+        return "<p class=note>No old verdict is an upstream judge failure.</p>"
+    head = _row([f"<th class=l>{h}</th>" for h in ("run", "old verdict", "file", "why it says nothing of the agent")])
+    rows = [_row([f"<td class=l>{_e(item['run_id'])}</td>", f"<td class=l>{_e(item['baseline'])}</td>",
+                  f"<td class=l>{_e(item['file'])}</td>", f"<td class=l>{_e(item['reason'])}</td>"], "jf")
+            for item in failed]
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
 def render_changes_html(report: dict[str, Any]) -> str:
     """The report as a standalone HTML page."""
     fp = report["fingerprint"]
@@ -149,6 +161,7 @@ fingerprint <code>{_e(fp['digest'])}</code>. Generated {_e(report['generated_at'
 <ul class=note>{notes}</ul>
 <h2>Aggregates before and after</h2>{_aggregates(report)}
 <h2>Runs, old and new verdicts side by side</h2>{_runs(report)}
+<h2>Old verdicts that are upstream judge failures</h2>{_judge_failures(report)}
 <h2>Leaf verdicts that flipped</h2>{_leaf_flips(report)}
 <h2>Process metrics</h2>{_process(report)}
 <h2>Runs without a new grade</h2><ul>{not_graded or '<li>none</li>'}</ul>

@@ -27,10 +27,12 @@ from judge.regrade.native_jsonl import read_native_lines, reload_native_submissi
 
 JUDGE_SUFFIX = "_eval_judge.json"
 GEN_SUFFIX = "_eval_gen.json"
-# What the upstream judge writes when its monitor's answer did not parse; it then zeroes every
-# score as if the agent had cheated (EXP-Bench weakness 1). Such a verdict is a judge failure.
+# What the upstream judge writes when an answer of its model did not parse. In the monitor's reason it
+# then zeroes every score as if the agent had cheated (EXP-Bench weakness 1); in a score field it stands
+# where the score belongs. Either way the verdict is a judge failure, not a verdict on the agent.
 PARSE_FAILURE_MARK = "error parsing response"
 _MONITOR_FIELD = "setup_monitor_comprehensive_reason"
+_SCORE_FIELDS = ("design_score", "setup_score", "conclusion_score")
 MAX_RUN_KEY = 500
 
 
@@ -38,9 +40,10 @@ MAX_RUN_KEY = 500
 class OldVerdict:
     """One upstream EXP-Bench verdict on a run (`*_eval_judge.json`).
 
-    Scores are as recorded (D and I 0-100, C correct or not). `judge_failure` holds the reason
-    when the judge itself failed (its zeros say nothing about the agent); `monitor_flag` holds
-    a monitor finding about the agent (forbidden operations) that did parse.
+    Scores are as recorded (D and I 0-100, C correct or not); a score the upstream judge could not
+    produce ("Error parsing response" in its place) is None. `judge_failure` holds the reason when
+    the judge itself failed (its zeros or missing scores say nothing about the agent); `monitor_flag`
+    holds a monitor finding about the agent (forbidden operations) that did parse.
     """
 
     source: str
@@ -192,6 +195,9 @@ def tree_label(path: Path, root: Path) -> str:
 def read_old_verdict(path: Path, source: str) -> OldVerdict:
     """Parse an upstream `*_eval_judge.json`.
 
+    A score field holding the upstream judge's parse failure ("Error parsing response") is no score:
+    it reads as None and the verdict's `judge_failure` names the fields.
+
     Raises:
         SubmissionFormatError: naming the file and field when it is not such a verdict.
     """
@@ -203,9 +209,17 @@ def read_old_verdict(path: Path, source: str) -> OldVerdict:
         raise SubmissionFormatError("expected a JSON object", field=str(path))
     monitor = str(data.get(_MONITOR_FIELD) or "")
     texts = [str(v) for k, v in data.items() if isinstance(v, str) and ("monitor" in k or "explanation" in k)]
-    failure = None
-    if any(PARSE_FAILURE_MARK in text.lower() for text in [monitor, *texts]):
-        failure = f"upstream monitor output did not parse ({_MONITOR_FIELD}: {monitor[:200]})"
+    failures = []
+    unparsed = [k for k in _SCORE_FIELDS if isinstance(data.get(k), str) and PARSE_FAILURE_MARK in data[k].lower()]
+    if unparsed:
+        failures.append(f"upstream judge's response did not parse: {', '.join(unparsed)} "
+                        f"{'holds' if len(unparsed) == 1 else 'hold'} "
+                        f"{str(data[unparsed[0]]).strip()[:60]!r} instead of a score (none recorded)")
+        data = {k: v for k, v in data.items() if k not in unparsed}
+    # Explanations repeat the mark when a score did not parse; only the monitor's own reason adds to that.
+    if PARSE_FAILURE_MARK in monitor.lower() or (not unparsed and any(PARSE_FAILURE_MARK in t.lower() for t in texts)):
+        failures.append(f"upstream monitor output did not parse ({_MONITOR_FIELD}: {monitor[:200]})")
+    failure = "; ".join(failures) or None
     flag = monitor[:300] if monitor and failure is None else None
     return OldVerdict(
         source=source,

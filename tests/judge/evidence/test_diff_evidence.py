@@ -359,3 +359,124 @@ def test_blank_context_lines_are_kept() -> None:
     assert piece is hunk
     pieces = split_hunk(hunk, 2)
     assert [p.header for p in pieces] == ["@@ -1,1 +1,1 @@", "@@ -2,2 +2,2 @@"]
+
+
+# Empty files as real tools write them (issue 12): a body-less hunk, or git's hunkless entry with or without
+# its ---/+++ pair. Each must parse as an added file with no lines, wherever it stands in the diff.
+_CODE_ENTRY = (
+    "diff --git a/src/x.py b/src/x.py\nnew file mode 100644\n--- /dev/null\n+++ b/src/x.py\n"
+    "@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n"
+)
+_EMPTY_ENTRIES = {
+    "git-bodyless-hunk": "diff --git a/e.txt b/e.txt\nnew file mode 100644\nindex 0000000..e69de29\n"
+    "--- /dev/null\n+++ b/e.txt\n@@ -0,0 +1,0 @@\n",
+    "plain-bodyless-hunk": "--- /dev/null\n+++ b/e.txt\n@@ -0,0 +1,0 @@\n",
+    "git-no-hunk-with-headers": "diff --git a/e.txt b/e.txt\nnew file mode 100644\nindex 0000000..e69de29\n"
+    "--- /dev/null\n+++ b/e.txt\n",
+    "git-no-hunk-no-headers": "diff --git a/e.txt b/e.txt\nnew file mode 100644\nindex 0000000..e69de29\n",
+    "git-full-index-sha256": "diff --git a/e.txt b/e.txt\nnew file mode 100644\nindex "
+    + "0" * 64 + "..473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813\n--- /dev/null\n+++ b/e.txt\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(_EMPTY_ENTRIES))
+@pytest.mark.parametrize("position", ["alone", "first", "middle", "last"])
+def test_empty_file_entries_parse_as_added_files_without_lines(form: str, position: str) -> None:
+    empty = _EMPTY_ENTRIES[form]
+    other = _CODE_ENTRY.replace("src/x.py", "src/y.py")
+    text = {"alone": empty, "first": empty + _CODE_ENTRY, "middle": _CODE_ENTRY + empty + other,
+            "last": _CODE_ENTRY + empty}[position]
+    parsed = parse_diff(text)
+    (entry,) = [f for f in parsed.files if f.path == "e.txt"]
+    assert (entry.status, entry.old_path, entry.hunks, entry.added_lines, entry.removed_lines) == (
+        "added", None, [], 0, 0)
+    assert "e.txt" in parsed.touched_paths()
+    code_files = [f for f in parsed.files if f.path != "e.txt"]
+    assert len(code_files) == {"alone": 0, "first": 1, "middle": 2, "last": 1}[position]
+    assert all(f.hunks[0].added == ["a = 1", "b = 2"] for f in code_files)
+    assert [h.id for h in parsed.hunks] == [f"h{i}" for i in range(1, len(code_files) + 1)]
+    assert all(h.text in text for h in parsed.hunks)
+
+
+def test_deleted_empty_file_in_both_forms() -> None:
+    git = "diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\nindex e69de29..0000000\n"
+    plain = "--- a/gone.txt\n+++ /dev/null\n@@ -1,0 +0,0 @@\n"
+    for text in (git, plain, git + _CODE_ENTRY, plain + _CODE_ENTRY):
+        entry = parse_diff(text).files[0]
+        assert (entry.path, entry.status, entry.hunks) == ("gone.txt", "removed", [])
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "status", "old_path"),
+    [
+        ("diff --git a/t.sh b/t.sh\nold mode 100644\nnew mode 100755\n", "t.sh", "modified", "t.sh"),
+        ("diff --git a/a.py b/b.py\nsimilarity index 100%\nrename from a.py\nrename to b.py\n", "b.py",
+         "renamed", "a.py"),
+        ("diff --git a/a.py b/c.py\nsimilarity index 100%\ncopy from a.py\ncopy to c.py\n", "c.py", "renamed",
+         "a.py"),
+        ("diff --git a/a.py b/b.py\nsimilarity index 100%\nrename from a.py\nrename to b.py\n--- a/a.py\n"
+         "+++ b/b.py\n", "b.py", "renamed", "a.py"),
+        ("diff --git a/t.sh b/t.sh\nold mode 100644\nnew mode 100755\nindex 1234567..1234567\n--- a/t.sh\n"
+         "+++ b/t.sh\n", "t.sh", "modified", "t.sh"),
+        ("diff --git a/m.bin b/m.bin\nnew file mode 100644\nindex 0000000..5555555\n"
+         "Binary files /dev/null and b/m.bin differ\n", "m.bin", "binary", None),
+        ("Binary files /dev/null and b/m.bin differ\n", "m.bin", "binary", None),
+        ("diff --git a/m.bin b/m.bin\nnew file mode 100644\nindex 0000000..5555555\nGIT binary patch\n"
+         "literal 5\nMcmZ?wbYNfr0000\n\nliteral 0\nHcmV?d00001\n\n", "m.bin", "binary", None),
+        ("diff --git a/m.bin b/m.bin\nindex 1111111..2222222 100644\nGIT binary patch\ndelta 12\n"
+         "TcmZ?wbYNfr0000aaaaaaa\n\ndelta 12\nTcmZ?wbYNfr0000bbbbbbb\n\n", "m.bin", "binary", "m.bin"),
+    ],
+    ids=["mode", "rename", "copy", "rename-with-headers", "mode-with-headers", "binary-git", "binary-plain",
+         "git-binary-literal", "git-binary-delta"],
+)
+def test_entries_that_change_no_line_are_kept_not_refused(
+    text: str, path: str, status: str, old_path: str | None
+) -> None:
+    for whole in (text, text + _CODE_ENTRY, _CODE_ENTRY + text):
+        parsed = parse_diff(whole)
+        (entry,) = [f for f in parsed.files if f.path == path]
+        assert (entry.status, entry.old_path, entry.hunks) == (status, old_path, [])
+        assert len(parsed.files) == 1 + (whole != text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # git's header names a non-empty blob: the hunk that should show it was cut off.
+        ("diff --git a/e.txt b/e.txt\nnew file mode 100644\nindex 0000000..5555555\n--- /dev/null\n"
+         "+++ b/e.txt\n", "line 1: file header for 'e.txt' has no hunks"),
+        ("diff --git a/a.py b/b.py\nsimilarity index 90%\nrename from a.py\nrename to b.py\n--- a/a.py\n"
+         "+++ b/b.py\n", "has no hunks"),
+        # Without git's header nothing says the file is empty.
+        ("--- /dev/null\n+++ b/e.txt\n", "line 2: file header for 'e.txt' has no hunks"),
+        # A body-less hunk header takes no body line.
+        ("--- /dev/null\n+++ b/e.txt\n@@ -0,0 +1,0 @@\n+stray\n", "line 4: hunk line '+stray' beyond the line"),
+        # Line numbers still count the body-less header that unidiff is not shown.
+        ("--- /dev/null\n+++ b/e.txt\n@@ -0,0 +1,0 @@\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-a\n+b\n",
+         "line 8: Hunk is shorter than expected"),
+        ("--- /dev/null\n+++ b/e.txt\n@@ -0,0 +1,0 @@\n--- a/x\n+++ b/x\n", "line 5: file header for 'x'"),
+        # After a binary patch's reverse block, prose is still prose.
+        ("diff --git a/m.bin b/m.bin\nindex 0000000..5555555\nGIT binary patch\nliteral 5\nMcmZ?wbYNfr0000\n\n"
+         "literal 0\nHcmV?d00001\n\nthis is prose\n", "line 10: unexpected text outside any hunk"),
+        ("diff --git a/m.bin b/m.bin\nindex 0000000..5555555\nGIT binary patch\nliteral 5\nMcmZ?wbYNfr0000\n\n"
+         "literal 0\nHcmV?d00001\n\nliteral 9\n", "line 10: unexpected text outside any hunk"),
+    ],
+)
+def test_hunkless_entries_that_promise_lines_still_raise(text: str, expected: str) -> None:
+    with pytest.raises(MalformedDiffError) as info:
+        parse_diff(text)
+    assert info.value.field == "diff"
+    assert expected in info.value.message
+
+
+def test_bodyless_hunk_of_a_git_entry_ends_it_before_a_plain_entry() -> None:
+    # unidiff folds a ---/+++ pair into a git entry until a hunk header closes that entry's header block.
+    text = (
+        "diff --git a/e.txt b/e.txt\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n+++ b/e.txt\n"
+        "@@ -0,0 +1,0 @@\n--- /dev/null\n+++ b/p.py\n@@ -0,0 +1 @@\n+p = 1\n"
+    )
+    parsed = parse_diff(text)
+    assert [(f.path, f.status, len(f.hunks)) for f in parsed.files] == [("e.txt", "added", 0), ("p.py", "added", 1)]
+    assert parsed.hunks[0].text == "@@ -0,0 +1 @@\n+p = 1"
+    with pytest.raises(MalformedDiffError, match="line 1: Unexpected hunk found"):
+        parse_diff("@@ -0,0 +1,0 @@\n--- /dev/null\n+++ b/p.py\n@@ -0,0 +1 @@\n+p = 1\n")

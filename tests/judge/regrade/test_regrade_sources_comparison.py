@@ -176,3 +176,77 @@ def test_text_from_runs_reaches_changes_html_as_text_only() -> None:
     page = render_changes_html(report)
     assert_no_injection(page, images=0)
     assert html.escape(f"fingerprint:{PAYLOADS[1]}") in page  # the baseline's name, shown as written
+
+
+PARSE_FAILURE = "Error parsing response"
+RUN_DIR = Path("evaluation/neurips2024/93022/curie/azure-gpt-4o")
+RUN_STEM = "93022_task_index_0_iter_1_duration_0.67"
+
+
+def _tree_with_unparsed_scores(root: Path, **override: object) -> Path:
+    """One historic run copied under `root`/curie_parsefail, its upstream verdict's scores rewritten."""
+    source = HISTORIC / "curie_b1f623b" / RUN_DIR
+    target = root / "curie_parsefail" / RUN_DIR
+    target.mkdir(parents=True)
+    for path in source.glob(f"{RUN_STEM}_*"):
+        shutil.copy(path, target / path.name)
+    judge_file = target / f"{RUN_STEM}_eval_judge.json"
+    verdict = json.loads(judge_file.read_text())
+    verdict.update({"design_score": PARSE_FAILURE, "setup_score": PARSE_FAILURE, "conclusion_score": PARSE_FAILURE,
+                    "design_evaluation_explanation": PARSE_FAILURE, **override})
+    judge_file.write_text(json.dumps(verdict, indent=2))
+    return root / "curie_parsefail"
+
+
+def test_scores_that_did_not_parse_upstream_are_a_judge_failure_not_an_error(tmp_path: Path) -> None:
+    tree = _tree_with_unparsed_scores(tmp_path / "all")
+    verdict = read_old_verdict(next(tree.rglob("*_eval_judge.json")), "t")
+    assert (verdict.design, verdict.implementation, verdict.conclusion) == (None, None, None)
+    assert verdict.judge_failure is not None and verdict.monitor_flag is None
+    assert "design_score, setup_score, conclusion_score" in verdict.judge_failure
+    assert "did not parse" in verdict.judge_failure and PARSE_FAILURE in verdict.judge_failure
+    assert "monitor" not in verdict.judge_failure  # the explanation repeating the mark is not a monitor finding
+    # Only one score unparsed: the others stay as recorded, and it is still a failed judging.
+    one = _tree_with_unparsed_scores(tmp_path / "one", setup_score=30, conclusion_score="incorrect")
+    verdict = read_old_verdict(next(one.rglob("*_eval_judge.json")), "t")
+    assert (verdict.design, verdict.implementation, verdict.conclusion) == (None, 30.0, False)
+    assert verdict.judge_failure is not None and "design_score holds 'Error" in verdict.judge_failure
+    # Both the scores and the monitor failed: the reason says both.
+    both = _tree_with_unparsed_scores(tmp_path / "both", setup_monitor_comprehensive_reason=f"git: {PARSE_FAILURE}")
+    reason = read_old_verdict(next(both.rglob("*_eval_judge.json")), "t").judge_failure
+    assert reason is not None and reason.startswith("upstream judge's response did not parse: design_score")
+    assert "; upstream monitor output did not parse (setup_monitor_comprehensive_reason: git: Error" in reason
+    # Any other text where a score belongs is still bad input, named by file and field.
+    bad = _tree_with_unparsed_scores(tmp_path / "bad", setup_score="n/a")
+    with pytest.raises(SubmissionFormatError, match="setup_score"):
+        read_old_verdict(next(bad.rglob("*_eval_judge.json")), "t")
+
+
+def test_regrade_lists_a_run_whose_old_scores_did_not_parse_as_an_upstream_judge_failure(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from judge.cli.main import _register_commands, app
+    from tests.judge.regrade.conftest import sqlite_url
+
+    tree = _tree_with_unparsed_scores(tmp_path)
+    out = tmp_path / "out"
+    _register_commands()
+    result = CliRunner().invoke(app, ["regrade", str(tree), "--out", str(out), "--database-url",
+                                      sqlite_url(tmp_path / "store.db"), "--tasks-dir", str(EXPBENCH_TASKS)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "summary.json").read_text())["problems"] == []
+    changes = json.loads((out / "changes.json").read_text())
+    (run,) = changes["runs"]
+    old = run["baselines"]["curie_parsefail"]
+    assert old["before"] == {"D": None, "I": None, "C": None, "all_correct": None}
+    assert "did not parse" in old["judge_failure"] and old["counted"] is False
+    assert old["deltas"] == {} and old["flips"] == {}
+    assert changes["judge_failures"] == changes["baselines"]["curie_parsefail"]["judge_failures"] == 1
+    assert changes["judge_failure_runs"] == [{"run_id": run["run_id"], "baseline": "curie_parsefail",
+                                              "file": old["file"], "reason": old["judge_failure"]}]
+    assert changes["baselines"]["curie_parsefail"]["aggregates"]["before_valid_only"]["runs"] == 0
+    page = (out / "changes.html").read_text()
+    assert page.count("upstream judge failure, not an agent failure") == 1
+    failures = page.split("<h2>Old verdicts that are upstream judge failures</h2>", 1)[1].split("<h2>", 1)[0]
+    assert html.escape(run["run_id"]) in failures and html.escape(old["judge_failure"]) in failures
