@@ -29,25 +29,26 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from calibration.agreement_models import MetricScale
 from calibration.items import CLAIM_CRITERION, ClaimItem, LabelledItem
 from calibration.labels import Label, LabelKey
+from judge.checks.claim_vs_diff import CLAIM_CHECK, CLAIM_LABELS, claim_label_of
 from judge.errors import InputError, MalformedDiffError, RubricError
-from judge.evidence.builder import EvidenceBuilder, SubmissionView
+from judge.evidence.builder import EvidenceBuilder
 from judge.evidence.claim_evidence import CLAIM_FEATURES_VERSION, alignment_texts, ensure_diff_headers
 from judge.evidence.embeddings import Embedder, default_embedder
+from judge.evidence.submission_view import SubmissionView
+from judge.evidence.types import GradingContext, LeafEvidence
 from judge.grading import fingerprint_for
-from judge.judges.base import GradingContext, Judge, LeafEvidence
-from judge.judges.claim_check import CLAIM_LABELS, claim_label_of
+from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.response_cache import ResponseCache
 from judge.models import JudgeFingerprint, Leaf, LeafResult, Rubric, Submission, Task, content_hash
 from judge.rubric_loader import expand_rubric
 
-CLAIM_CHECK = "claim_vs_diff"
 # Part of every result-cache key: bump when what a cached result means changes.
 RESULT_CACHE_VERSION = "calibration-result-v1"
-_SYNTHETIC_EXT = {"python": "py", "java": "java"}
-_DECIDING_MODULES = ("judge.evidence.claim_evidence", "judge.judges.claim_check", "judge.judges.embedded",
-                     "judge.evidence.builder", "judge.evidence.diff_evidence", "judge.evidence.embeddings",
-                     "judge.evidence.shortlist")
+_SYNTHETIC_EXT = {"python": "py", "java": "java", "javascript": "js"}
+# Every module an embedded result depends on: the checks, the evidence layer, the embedded judge.
+_DECIDING_PACKAGES = ("judge.checks", "judge.evidence")
+_DECIDING_MODULES = ("judge.judges.embedded",)
 
 
 @dataclass(frozen=True)
@@ -188,10 +189,7 @@ def evidence_texts(evidence: LeafEvidence) -> list[str]:
 
 
 def _unscored(case: JudgeCase, reason: str, judge_name: str) -> LeafResult:
-    leaf = case.leaf
-    return LeafResult(leaf_id=leaf.id, template_id=leaf.template_id, stage=leaf.stage, title=leaf.title,
-                      target=leaf.target, verdict="unscored", weight=leaf.weight, reason_code="no_submission_field",
-                      reason=reason, judge=judge_name)
+    return LeafResult.unscored(case.leaf, "no_submission_field", reason, judge=judge_name)
 
 
 @functools.cache
@@ -201,12 +199,16 @@ def deciding_code_digest() -> str:
     The fingerprint's code version is the package version, which a change to a check between releases
     does not move; cached results must not outlive the code that made them.
     """
-    sources = []
+    files: list[Path] = []
+    for package in _DECIDING_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+            files += sorted(Path(folder).glob("*.py"))
     for module in _DECIDING_MODULES:
         spec = importlib.util.find_spec(module)
-        origin = spec.origin if spec is not None else None
-        sources.append(Path(origin).read_bytes().decode("utf-8", "replace") if origin else module)
-    return content_hash(sources)[:16]
+        if spec is not None and spec.origin:
+            files.append(Path(spec.origin))
+    return content_hash([f"{f.name}:{f.read_bytes().decode('utf-8', 'replace')}" for f in files])[:16]
 
 
 def _cache_key(case: JudgeCase, fingerprint: JudgeFingerprint) -> str:

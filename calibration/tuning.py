@@ -32,7 +32,8 @@ from calibration.runner import CaseRunner, JudgeCase
 from calibration.splits import DEFAULT_SALT, Split, assert_disjoint, split_by_group
 from judge.errors import InputError
 from judge.evidence.embeddings import Embedder, default_embedder
-from judge.judges.base import GradingContext, Judge, LeafEvidence
+from judge.evidence.types import GradingContext, LeafEvidence
+from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import CheckSpec, Rubric, Submission, Task, content_hash
 from judge.rubric_loader import parse_rubric

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import judge
-from judge.evidence.builder import EvidenceBuilder, SubmissionView
+from judge.evidence.builder import EvidenceBuilder
 from judge.evidence.embeddings import Embedder, default_embedder
-from judge.judges.base import GradingContext, Judge, LeafEvidence
+from judge.evidence.submission_view import SubmissionView
+from judge.evidence.types import GradingContext, LeafEvidence
+from judge.judges.base import Judge
 from judge.models import (
     CalibrationStatus,
     Grade,
@@ -22,12 +23,10 @@ from judge.models import (
     Submission,
     Task,
     Usage,
-    content_hash,
 )
 from judge.rubric_loader import expand_rubric
 from judge.scoring import collect_error_labels, expbench_metrics, overall_score, stage_scores
 
-CalibrationLookup = Callable[[JudgeFingerprint], CalibrationStatus | None]
 # Which stage each gate decides, and the submission field whose absence triggers it.
 _GATES: dict[str, str] = {
     "empty_diff_fails_implementation": "implementation",
@@ -68,15 +67,9 @@ def _missing(view: SubmissionView, stage: str) -> bool:
     return not (sub.conclusion or "").strip()
 
 
-def _gate_result(leaf: Leaf, reason: str, reason_code: str = "gate", verdict: str = "fail") -> LeafResult:
-    return LeafResult(
-        leaf_id=leaf.id, template_id=leaf.template_id, stage=leaf.stage, title=leaf.title, target=leaf.target,
-        verdict="fail" if verdict == "fail" else "unscored", score=0.0 if verdict == "fail" else None,
-        weight=leaf.weight, reason_code=reason_code,
-        reason=reason, confidence=1.0 if verdict == "fail" else None,
-        judge="gate" if reason_code == "gate" else "rubric",
-        error_labels=[leaf.error_category] if verdict == "fail" and leaf.error_category else [],
-    )
+def _gate_result(leaf: Leaf, reason: str) -> LeafResult:
+    return LeafResult.for_leaf(leaf, "fail", judge="gate", score=0.0, reason_code="gate", reason=reason,
+                               confidence=1.0, error_labels=[leaf.error_category] if leaf.error_category else [])
 
 
 def _process_metrics(task: Task, submission: Submission) -> dict[str, Any]:
@@ -121,24 +114,25 @@ class Grader:
         rubric: The rubric to expand over each task.
         judge: The judge that decides leaves gates have not decided.
         embedder: Embeddings for alignment (default: the shared offline all-MiniLM-L6-v2).
-        calibration_lookup: Says whether a fingerprint has been calibrated (from the store).
+
+    With a store, grade through `judge.grading_service.GradingService`, which adds the grade cache and
+    the fingerprint's calibration status.
     """
 
-    def __init__(self, rubric: Rubric, judge: Judge, *, embedder: Embedder | None = None,
-                 calibration_lookup: CalibrationLookup | None = None) -> None:
+    def __init__(self, rubric: Rubric, judge: Judge, *, embedder: Embedder | None = None) -> None:
         self.rubric = rubric
         self.judge = judge
         self.builder = EvidenceBuilder(embedder or default_embedder())
         self.fingerprint = fingerprint_for(rubric, judge, self.builder.embedder)
-        self.calibration_lookup = calibration_lookup
 
     def _decide_gates(self, leaves: list[Leaf], view: SubmissionView) -> dict[str, LeafResult]:
         decided: dict[str, LeafResult] = {}
         gates = {g.name: g for s in self.rubric.stages for g in s.gates}
         for leaf in leaves:
             if leaf.target_meta.get("no_ground_truth"):
-                decided[leaf.id] = _gate_result(leaf, f"the task has no ground truth for {leaf.stage} "
-                                                      f"({leaf.template_id})", "no_ground_truth", "unscored")
+                decided[leaf.id] = LeafResult.unscored(
+                    leaf, "no_ground_truth", f"the task has no ground truth for {leaf.stage} ({leaf.template_id})",
+                    judge="rubric")
                 continue
             for name, stage in _GATES.items():
                 if name in gates and leaf.stage == stage and _missing(view, stage):
@@ -161,8 +155,9 @@ class Grader:
         evidence = await asyncio.to_thread(self.builder.build, pending, task, view) if pending else []
         return PreparedGrade(view=view, leaves=leaves, decided=decided, evidence=evidence, context=context)
 
-    async def grade(self, task: Task, submission: Submission) -> Grade:
-        """Grade `submission` against `task`.
+    async def grade(self, task: Task, submission: Submission, *,
+                    calibration: CalibrationStatus | None = None) -> Grade:
+        """Grade `submission` against `task`; `calibration` is what the store says of this fingerprint.
 
         Raises:
             MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
@@ -185,7 +180,6 @@ class Grader:
         warnings += _narrowing_warnings(prepared.evidence)
         stages = stage_scores(self.rubric, results)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
-        calibration = self.calibration_lookup(self.fingerprint) if self.calibration_lookup else None
         # An empty trajectory is a run of 0 steps (it still has a final test, a budget ...); None is no run.
         process = (await asyncio.to_thread(_process_metrics, task, submission)
                    if submission.trajectory is not None else None)
@@ -211,11 +205,6 @@ async def grade_async(task: Task, submission: Submission, *, rubric: Rubric, jud
 def grade(task: Task, submission: Submission, *, rubric: Rubric, judge: Judge, **options: Any) -> Grade:
     """Synchronous `grade_async`, for scripts and the CLI."""
     return asyncio.run(grade_async(task, submission, rubric=rubric, judge=judge, **options))
-
-
-def grade_cache_key(task: Task, submission: Submission, fingerprint: JudgeFingerprint) -> str:
-    """Content address of a grade: submission hash + ground-truth hash + judge fingerprint."""
-    return content_hash([submission.content_hash(), task.content_hash(), fingerprint.digest])
 
 
 # Reason codes of leaves decided without asking the judge.

@@ -8,6 +8,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from judge.checks.base import validate_args
+from judge.checks.registry import CHECKS
 from judge.errors import RubricError, UnknownRubricError
 from judge.evidence.text_items import split_claims
 from judge.models import Leaf, LeafTemplate, Rubric, Task
@@ -35,15 +37,35 @@ def rubric_path(ref: str, rubrics_dir: Path | None = None) -> Path:
 
 
 def parse_rubric(data: Any, source: str) -> Rubric:
-    """Validate rubric data; RubricError names `source` and the offending key path."""
+    """Validate rubric data; RubricError names `source` and the offending key path.
+
+    Every leaf's check must be a registered check, and its arguments must validate against that
+    check's arguments model: a misspelled check name or argument fails here, naming the file, the
+    leaf template and the key, instead of leaving leaves unscored or a threshold at its default.
+    """
     if not isinstance(data, dict):
         raise RubricError("a rubric file holds a mapping at the top level", field=source)
     try:
-        return Rubric.model_validate(data)
+        rubric = Rubric.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(p) for p in error["loc"])
         raise RubricError(error["msg"], field=f"{source}: {key}" if key else source) from None
+    validate_checks(rubric, source)
+    return rubric
+
+
+def validate_checks(rubric: Rubric, source: str) -> None:
+    """Each leaf template's check exists and takes the arguments given.
+
+    Raises:
+        RubricError: field `<source>: stages[i].leaves[j] (<template id>).check...`.
+    """
+    for i, stage in enumerate(rubric.stages):
+        for j, template in enumerate(stage.leaves):
+            where = f"{source}: stages[{i}].leaves[{j}] ({template.id})"
+            check = CHECKS.get(template.check.name, where=f"{where}.check.name")
+            validate_args(check, template.check.args, where)
 
 
 def load_rubric(ref: str, rubrics_dir: Path | None = None) -> Rubric:

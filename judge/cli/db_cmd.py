@@ -6,7 +6,7 @@ import asyncio
 
 import typer
 
-from judge.cli.main import app
+from judge.cli.app import app
 from judge.settings import get_settings
 
 db_app = typer.Typer(help="Database schema (settings.database_url).", no_args_is_help=True)

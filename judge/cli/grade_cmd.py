@@ -12,16 +12,18 @@ from rich.table import Table
 
 from judge.cli.display import shown
 from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
-from judge.cli.main import app
+from judge.cli.app import app
 from judge.errors import MalformedDiffError
-from judge.grading import Grader, upstream_down
-from judge.models import Grade, Submission, Task
+from judge.grading import upstream_down
+from judge.grading_service import ServedGrade
+from judge.models import Grade, Rubric, Submission, Task
 
 _VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored": "magenta"}
 
 
-def render_grade(grade: Grade, console: Console) -> None:
-    """Stage scores, EXP-Bench metrics and every leaf's verdict as tables."""
+def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) -> None:
+    """Stage scores, EXP-Bench metrics and every leaf's verdict as tables (`from_cache`: the usage line
+    says the verdicts came from the grade cache)."""
     fp = grade.fingerprint
     console.print(f"[bold]{shown(grade.task_id)}[/bold] <- {shown(grade.submission_id)}")
     console.print(
@@ -72,28 +74,45 @@ def render_grade(grade: Grade, console: Console) -> None:
     for warning in grade.warnings:
         console.print(f"[yellow]warning:[/yellow] {shown(warning)}")
     u = grade.usage
+    source = " | grade cache hit: verdicts of an earlier identical grade, nothing judged" if from_cache else ""
     console.print(
         f"usage: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, "
-        f"${u.cost_usd:.4f}, {u.latency_seconds:.2f}s, {u.cache_hits} cache hits"
+        f"${u.cost_usd:.4f}, {u.latency_seconds:.2f}s, {u.cache_hits} cache hits{source}"
     )
 
 
-async def _grade_reporting_calibration(grader: Grader, task: Task, submission: Submission,
-                                      database_url: str | None) -> Grade:
-    """Grade, saying whether the judge's fingerprint was calibrated (looked up in the store)."""
-    from judge.store import with_store
+async def _grade_with_store(rubric: Rubric, judge_spec: str, task: Task, submission: Submission, *,
+                            samples: int, api_base: str | None, concurrency: int | None,
+                            database_url: str | None, refresh: bool) -> ServedGrade:
+    """Grade through the store's grade cache, LLM response cache and calibration runs, as the API does.
 
+    An unreachable store must not stop a local grade: the grade is made without the caches and says so.
+    """
+    from judge.grading_service import GradingService
+    from judge.judges.registry import build_judge
+    from judge.settings import get_settings
+    from judge.store import Store
+
+    store = Store(database_url or get_settings().database_url)
     warning = None
     try:
-        digest = grader.fingerprint.digest
-        status = await with_store(database_url, lambda store: store.calibrations.status_for(digest, None))
-        grader.calibration_lookup = lambda _fingerprint: status
-    except Exception as exc:  # an unreachable store must not stop a local grade; the grade says so
-        warning = f"calibration status unknown: the store could not be read ({type(exc).__name__}: {exc})"
-    grade = await grader.grade(task, submission)
-    if warning:
-        grade.warnings.append(warning)
-    return grade
+        await store.migrate()
+    except Exception as exc:
+        warning = (f"grade cache and calibration status unavailable: the store could not be opened "
+                   f"({type(exc).__name__}: {exc})")
+    try:
+        cache = store.response_cache(read=not refresh) if warning is None else None
+        grader_judge = build_judge(judge_spec, samples=samples, api_base=api_base, max_concurrency=concurrency,
+                                   cache=cache)
+        service = GradingService(rubric, grader_judge, store=store if warning is None else None)
+        served = await service.grade(task, submission, refresh=refresh)
+        if warning is None:
+            await service.remember(served, replace=refresh)
+        if warning:
+            served.grade.warnings.append(warning)
+        return served
+    finally:
+        await store.close()
 
 
 @app.command("grade")
@@ -117,9 +136,14 @@ def grade_command(
                                                     help="LLM calls in flight (1 for a local server).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full grade as JSON.")] = False,
     database_url: Annotated[str | None, typer.Option(
-        "--database-url", help="Store whose calibration runs say whether this judge is calibrated.")] = None,
+        "--database-url", help="Store of the grade cache, the LLM response cache and calibration runs "
+                               "(default: EXPJUDGE_DATABASE_URL, a local SQLite file).")] = None,
+    refresh: Annotated[bool, typer.Option(
+        "--refresh", help="Grade afresh: skip the grade and LLM caches (and replace what they hold).")] = False,
 ) -> None:
-    """Grade one submission against one task."""
+    """Grade one submission against one task (a second run on the same input is a grade-cache hit)."""
+    import asyncio
+
     from judge.judges.registry import build_judge
     from judge.loaders.native import load_submission_file, load_task_file
     from judge.rubric_loader import load_rubric
@@ -128,21 +152,23 @@ def grade_command(
         loaded_rubric = load_rubric(rubric)
         loaded_task = load_task_file(task, task_index)
         loaded_submission = load_submission_file(submission)
-        grader_judge = build_judge(judge, samples=samples, api_base=api_base, max_concurrency=concurrency)
-        import asyncio
-
-        grader = Grader(loaded_rubric, grader_judge)
+        build_judge(judge, samples=samples, api_base=api_base, max_concurrency=concurrency)  # fail fast (exit 3)
         try:
-            result = asyncio.run(_grade_reporting_calibration(grader, loaded_task, loaded_submission, database_url))
+            served = asyncio.run(_grade_with_store(
+                loaded_rubric, judge, loaded_task, loaded_submission, samples=samples, api_base=api_base,
+                concurrency=concurrency, database_url=database_url, refresh=refresh))
         except MalformedDiffError as exc:  # say which file the diff came from
             raise MalformedDiffError(exc.message, field=f"{submission}:{exc.field}") from None
+    result = served.grade
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        if served.from_cache:
+            Console(stderr=True).print("grade cache hit: verdicts of an earlier identical grade, nothing judged")
     else:
         console = Console()
         if not console.is_terminal:
             console = Console(width=160)  # piped output: do not squeeze the leaf table to 80 columns
-        render_grade(result, console)
+        render_grade(result, console, from_cache=served.from_cache)
     if upstream_down(result):  # the grade is printed (its reasons say why), but nothing was judged
         reason = next((leaf.reason for leaf in result.leaves if leaf.reason_code == "judge_error"), "")
         Console(stderr=True).print(f"[red]judge failed:[/red] no leaf the judge was asked came back ({shown(reason)})",

@@ -7,7 +7,7 @@ from types import FrameType
 
 import typer
 
-from judge.cli.main import app
+from judge.cli.app import app
 from judge.errors import JudgeConfigError
 from judge.local_llm import DEFAULT_N_CTX, LocalModelServer, LocalServerDiedError
 

@@ -1,17 +1,11 @@
-"""The `expjudge` command line: one typer app, each command group in its own module."""
+"""The `expjudge` command line: the app (judge/cli/app.py) with every command module registered."""
 
 from __future__ import annotations
 
-import typer
-
+from judge.cli.app import app
 from judge.settings import configure_offline_environment
 
-app = typer.Typer(
-    name="expjudge",
-    help="Grade AI research agents' experiments against ground truth.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+__all__ = ["app", "main"]
 
 
 def _register_commands() -> None:

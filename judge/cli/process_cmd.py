@@ -18,7 +18,7 @@ from typer.core import TyperGroup
 
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
-from judge.cli.main import app
+from judge.cli.app import app
 from judge.errors import InputError
 from judge.process.code_embeddings import CodeEmbedder, EmbeddingConfig
 from judge.process.models import (

@@ -29,7 +29,7 @@ from judge.cli.calibrate_cmd import (
 )
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
-from judge.cli.main import app
+from judge.cli.app import app
 from judge.errors import InputError, UnknownRubricError
 from judge.store import with_store
 

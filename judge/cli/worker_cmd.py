@@ -6,7 +6,7 @@ import logging
 
 import typer
 
-from judge.cli.main import app
+from judge.cli.app import app
 from judge.settings import get_settings
 
 

@@ -13,7 +13,7 @@ beyond any one labelled set:
 * a cut-off cue: the claim stops mid-sentence;
 * numbers of the claim against numbers of the diff (`compare_numbers`).
 
-The claim-vs-diff check of the embedded judge (judge/judges/claim_check.py) decides from these; the LLM
+The claim-vs-diff check (judge/checks/claim_vs_diff.py) decides from these; the LLM
 judge sees them as facts next to the fenced hunks.
 """
 
@@ -27,11 +27,11 @@ from judge.evidence.diff_evidence import Hunk, ParsedDiff
 from judge.evidence.embeddings import Embedder
 from judge.evidence.numeric_claims import compare_numbers
 from judge.evidence.shortlist import EMBED_ALL_UP_TO, shortlisted_similarity
-from judge.judges.base import AlignedSnippet, LeafEvidence
+from judge.evidence.types import AlignedSnippet, LeafEvidence
 from judge.models import Leaf
 
 if TYPE_CHECKING:
-    from judge.evidence.builder import SubmissionView
+    from judge.evidence.submission_view import SubmissionView
 
 # Part of every cache key derived from these features: bump when a feature changes meaning.
 CLAIM_FEATURES_VERSION = "claim-evidence-v1"
@@ -345,22 +345,28 @@ def alignment_texts(leaves: list[Leaf], diff: ParsedDiff) -> list[str]:
     return [leaf.target for leaf in leaves] + (texts if len(texts) <= EMBED_ALL_UP_TO else [])
 
 
-def _args_float(leaf: Leaf, name: str, default: float) -> float:
-    value = leaf.check.args.get(name, default)
-    return float(value)
+@dataclass(frozen=True)
+class ClaimEvidenceSettings:
+    """Per leaf: how many windows it is shown, and the numeric tolerances of its number check."""
+
+    top_k: int = DEFAULT_TOP_K
+    rel_tol: float = 0.0
+    abs_tol: float = 0.0
 
 
-def build_claim_evidence(embedder: Embedder, leaves: list[Leaf], view: SubmissionView) -> list[LeafEvidence]:
+def build_claim_evidence(embedder: Embedder, leaves: list[Leaf], view: SubmissionView,
+                         settings: list[ClaimEvidenceSettings]) -> list[LeafEvidence]:
     """Evidence of claim-vs-diff leaves against the diff of a submission view.
 
     Args:
         embedder: Sentence embeddings for aligning the claim with hunks.
         leaves: Leaves whose check is "claim_vs_diff"; each leaf's target is the claim.
         view: The parsed submission (only its diff is read).
+        settings: One per leaf (from the leaf's check arguments).
 
     Returns:
-        One LeafEvidence per leaf: up to `check.args.top_k` (default 3) snippets, best aligned first, and
-        the facts of `claim_features` plus the number of hunks.
+        One LeafEvidence per leaf: up to `top_k` snippets, best aligned first, and the facts of
+        `claim_features` plus the number of hunks.
     """
     diff = view.diff
     windows = diff_windows(diff)
@@ -369,11 +375,9 @@ def build_claim_evidence(embedder: Embedder, leaves: list[Leaf], view: Submissio
     sims, embedded = shortlisted_similarity(embedder, [leaf.target for leaf in leaves],
                                             [w.embed_text for w in windows])
     result: list[LeafEvidence] = []
-    for row, leaf in enumerate(leaves):
-        top_k = int(leaf.check.args.get("top_k", DEFAULT_TOP_K))
-        order = sorted(range(len(windows)), key=lambda c: -float(sims[row, c]))[:top_k]
-        facts = claim_features(leaf.target, lines, rel_tol=_args_float(leaf, "rel_tol", 0.0),
-                               abs_tol=_args_float(leaf, "abs_tol", 0.0))
+    for row, (leaf, setting) in enumerate(zip(leaves, settings, strict=True)):
+        order = sorted(range(len(windows)), key=lambda c: -float(sims[row, c]))[:setting.top_k]
+        facts = claim_features(leaf.target, lines, rel_tol=setting.rel_tol, abs_tol=setting.abs_tol)
         snippets = []
         for col in order:
             window = windows[col]

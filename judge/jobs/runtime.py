@@ -8,41 +8,26 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection
-
 from judge.errors import InputError, JudgeConfigError
-from judge.grading import Grader, fingerprint_for, upstream_down
+from judge.grading import upstream_down
+from judge.grading_service import GradingService, cacheable
 from judge.jobs import metrics
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
 from judge.judges.base import Judge
 from judge.judges.registry import build_judge
-from judge.models import CalibrationStatus, Grade, Rubric, Usage
+from judge.models import Grade, Rubric, Usage
 from judge.rubric_loader import load_rubric
 from judge.settings import Settings, get_settings
 from judge.store import ItemOutcome, JobRecord, Store
-from judge.store.calibrations import calibration_status_on
-from judge.store.clock import utcnow
-from judge.store.grades import cached_grade_on
 from judge.store.jobs import GradeWrite
 
 log = logging.getLogger(__name__)
 
-# Leaves no judge was asked about: they say nothing about whether the upstream answers.
-# Transient failures: a grade holding them is stored (its other leaves are good) but never cached.
-_TRANSIENT = frozenset({"judge_error", "invalid_judge_output"})
-
-
 def run_key(job_id: str, index: int) -> str:
     """The run key of item `index` of job `job_id` (unique per tenant in the grades table)."""
     return f"job:{job_id}:{index}"
-
-
-def cacheable(grade: Grade) -> bool:
-    """True when no leaf failed for a transient reason (a retry could grade it differently)."""
-    return not any(leaf.reason_code in _TRANSIENT for leaf in grade.leaves)
 
 
 @dataclass
@@ -93,6 +78,7 @@ class GradingRuntime:
         self.store = store
         self.settings = settings or get_settings()
         self._judges: dict[tuple[str, int, bool], Judge] = {}
+        self._services: dict[tuple[int, str, int, bool, str], GradingService] = {}
 
     def judge_for(self, selection: JudgeSelection, *, refresh: bool = False) -> Judge:
         """The judge a selection names, built once per process.
@@ -206,35 +192,23 @@ class GradingRuntime:
         outcome = _outcome(saved.grade_id, grade.usage)
         return ItemResult(index, outcome, grade, saved.created, write.from_cache, grade.usage, closed=written.closed)
 
+    def service_for(self, payload: JobPayload, tenant: str) -> GradingService:
+        """The grading service of a payload's rubric and judge for `tenant`, built once per process and
+        rubric version (so the fingerprint is computed once, not per grade; an edited rubric file loads
+        as a new object, hence a new service)."""
+        rubric = load_rubric(payload.rubric)
+        key = (id(rubric), payload.judge.spec.strip(), payload.judge.samples, payload.refresh, tenant)
+        service = self._services.get(key)
+        if service is None:
+            judge = self.judge_for(payload.judge, refresh=payload.refresh)
+            service = GradingService(rubric, judge, store=self.store, tenant=tenant)
+            self._services[key] = service
+        return service
+
     async def _grade(self, tenant: str, item: GradeItem, payload: JobPayload) -> tuple[Grade, bool]:
         task, submission = item.parsed()
-        rubric = load_rubric(payload.rubric)
-        grader_judge = self.judge_for(payload.judge, refresh=payload.refresh)
-        fingerprint = fingerprint_for(rubric, grader_judge)
-        keys = (submission.content_hash(), task.content_hash(), fingerprint.digest)
-
-        def look_up(connection: Connection) -> tuple[CalibrationStatus, Grade | None]:
-            # One round trip for both: under load every await costs a turn of a busy event loop.
-            cached = None if payload.refresh else cached_grade_on(connection, *keys)
-            return calibration_status_on(connection, fingerprint.digest, tenant), cached
-
-        calibration, hit = await self.store.run_read(look_up)
-        if hit is not None:
-            # Same content, same judge: the verdicts carry over; ids, time and cost are this request's.
-            saved_calls = hit.usage.llm_calls + hit.usage.cache_hits
-            update = {
-                "grade_id": uuid.uuid4().hex,
-                "task_id": task.task_id,
-                "submission_id": submission.submission_id,
-                "agent": submission.agent,
-                "run_id": submission.run_id,
-                "calibration": calibration,
-                "usage": Usage(cache_hits=saved_calls),
-                "created_at": utcnow(),
-            }
-            return hit.model_copy(update=update), True
-        grader = Grader(rubric, grader_judge, calibration_lookup=lambda _fingerprint: calibration)
-        return await grader.grade(task, submission), False
+        served = await self.service_for(payload, tenant).grade(task, submission, refresh=payload.refresh)
+        return served.grade, served.from_cache
 
 
 def _observe(result: ItemResult, seconds: float) -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge.errors import JudgeCallError, JudgeConfigError
-from judge.judges.base import GradingContext, Judge, JudgeOutcome, LeafEvidence
+from judge.evidence.types import GradingContext, LeafEvidence
+from judge.judges.base import Judge, JudgeOutcome
 from judge.judges.llm_schemas import JudgeAnswerBase, answer_schema, build_answer_model
 from judge.judges.llm_transport import (
     CompletionFn,
@@ -26,7 +27,7 @@ from judge.judges.llm_transport import (
     UsageMeter,
 )
 from judge.judges.llm_voting import LeafSamples, QuoteChecker, SampleVerdict, decide_leaf
-from judge.judges.prompts import LLM_CHECKS, CallPlan, PromptBuilder, prompt_hash
+from judge.judges.prompts import CallPlan, PromptBuilder, llm_decides, prompt_hash
 from judge.judges.response_cache import ResponseCache, cache_key
 from judge.judges.token_counts import estimate_text_tokens
 from judge.models import LeafResult, Usage
@@ -133,7 +134,7 @@ class LLMJudge(Judge):
     def plan_calls(self, evidence: list[LeafEvidence]) -> list[CallPlan]:
         """The calls this judge would make for the LLM-judged leaves of `evidence`."""
         builder = PromptBuilder(estimate_text_tokens, self.token_budget)
-        return builder.plan([e for e in evidence if e.leaf.check.name in LLM_CHECKS])
+        return builder.plan([e for e in evidence if llm_decides(e.leaf)])
 
     def tools_for(self, plan: CallPlan) -> list[dict[str, Any]]:
         """The tool definitions a call sends with its messages (API models count them as prompt tokens)."""
@@ -150,7 +151,7 @@ class LLMJudge(Judge):
         """Decide every leaf: LLM checks by the model, the rest by the fallback judge."""
         usage = Usage()
         results: dict[str, LeafResult] = {}
-        deterministic = [e for e in evidence if e.leaf.check.name not in LLM_CHECKS]
+        deterministic = [e for e in evidence if not llm_decides(e.leaf)]
         if deterministic:
             delegated = await self.fallback.judge_leaves(context, deterministic)
             usage = usage.add(delegated.usage)
@@ -179,20 +180,9 @@ class LLMJudge(Judge):
             if found is not None:
                 ordered.append(found)
             else:  # the fallback skipped a leaf: say so rather than drop it
-                ordered.append(
-                    LeafResult(
-                        leaf_id=item.leaf.id,
-                        template_id=item.leaf.template_id,
-                        stage=item.leaf.stage,
-                        title=item.leaf.title,
-                        target=item.leaf.target,
-                        verdict="unscored",
-                        weight=item.leaf.weight,
-                        reason_code="judge_error",
-                        reason=f"judge {self.fallback.name!r} returned no result",
-                        judge=self.fallback.name,
-                    )
-                )
+                ordered.append(LeafResult.unscored(item.leaf, "judge_error",
+                                                   f"judge {self.fallback.name!r} returned no result",
+                                                   judge=self.fallback.name))
         return JudgeOutcome(results=ordered, usage=usage)
 
     def _decide(self, plan: CallPlan, sampled: list[_SampleResult], checker: QuoteChecker) -> list[LeafResult]:

@@ -21,12 +21,11 @@ from typing import Annotated, Any, ClassVar, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 from pydantic_core import from_json, to_json
 
+from judge.checks.registry import CHECKS
 from judge.models import Leaf
 
 # Answer labels of the leaf kinds the LLM judge decides.
 BINARY_LABELS: tuple[str, ...] = ("pass", "fail")
-CLAIM_LABELS: tuple[str, ...] = ("correct", "incorrect", "unverifiable", "incomplete")
-CLAIM_CHECK = "claim_vs_diff"
 
 # Length limits go into the schema as maxItems/maxLength: llama.cpp's grammar enforces them
 # (it ignores only numeric bounds), so a small model cannot ramble until max_tokens. An API
@@ -130,8 +129,9 @@ def labels_for(leaf: Leaf) -> tuple[str, ...]:
     binary human labels); `claim_vs_diff` takes correct/incorrect/unverifiable/incomplete; ordinal
     leaves take their level labels.
     """
-    if leaf.check.name == CLAIM_CHECK:
-        return CLAIM_LABELS
+    own = CHECKS.get(leaf.check.name).answer_labels if leaf.check.name in CHECKS else None
+    if own:
+        return own
     if leaf.kind == "ordinal":
         return tuple(level.label for level in leaf.levels)
     return BINARY_LABELS

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
+from judge.checks.registry import CHECKS
 from judge.errors import JudgeCallError
 from judge.evidence.quotes import quote_in
-from judge.judges.base import LeafEvidence
-from judge.judges.llm_schemas import CLAIM_CHECK
+from judge.evidence.types import LeafEvidence
 from judge.judges.prompt_fencing import neutralise
-from judge.judges.prompts import QUOTE_REQUIRED_CHECKS
+from judge.judges.prompts import quote_required
 from judge.models import EvidenceQuote, EvidenceSource, Leaf, LeafResult, ReasonCode, Verdict
 
 _STAGE_SOURCE: dict[str, EvidenceSource] = {
@@ -64,19 +65,8 @@ class LeafSamples:
 
 
 def label_outcome(leaf: Leaf, label: str) -> tuple[Verdict, float | None]:
-    """Verdict and score of a label the model gave `leaf`."""
-    if leaf.check.name == CLAIM_CHECK:
-        if label == "correct":
-            return "pass", 1.0
-        return ("fail", 0.0) if label == "incorrect" else ("unscored", None)
-    if leaf.kind == "ordinal":
-        level = next(lv for lv in leaf.levels if lv.label == label)
-        if level.score >= 1.0:
-            return "pass", level.score
-        if level.score <= 0.0:
-            return "fail", level.score
-        return "partial", level.score
-    return ("pass", 1.0) if label == "pass" else ("fail", 0.0)
+    """Verdict and score of a label the model gave `leaf` (its check maps labels to verdicts)."""
+    return CHECKS.get(leaf.check.name).label_outcome(leaf, label)
 
 
 def majority(labels: list[str]) -> tuple[str | None, dict[str, int]]:
@@ -125,24 +115,12 @@ class QuoteChecker:
 
 
 def _unscored(
-    item: LeafEvidence, code: ReasonCode, reason: str, judge: str, flags: list[str], **extra: object
+    item: LeafEvidence, code: ReasonCode, reason: str, judge: str, flags: list[str], *,
+    votes: dict[str, int] | None = None, confidence: float | None = None,
+    evidence: list[EvidenceQuote] | None = None, rationale: str = "",
 ) -> LeafResult:
-    leaf = item.leaf
-    return LeafResult(
-        leaf_id=leaf.id,
-        template_id=leaf.template_id,
-        stage=leaf.stage,
-        title=leaf.title,
-        target=leaf.target,
-        verdict="unscored",
-        score=None,
-        weight=leaf.weight,
-        reason_code=code,
-        reason=reason,
-        flags=flags,
-        judge=judge,
-        **extra,
-    )
+    return LeafResult.unscored(item.leaf, code, reason, judge=judge, flags=flags, votes=votes,
+                               confidence=confidence, evidence=evidence, rationale=rationale)
 
 
 def _no_answer(samples: LeafSamples, judge: str, flags: list[str]) -> LeafResult:
@@ -184,7 +162,7 @@ def decide_leaf(samples: LeafSamples, checker: QuoteChecker, *, judge: str = "ll
     quotes = list(dict.fromkeys(q for v in backing for q in v.quotes))
     evidence = [checker.check(q, item) for q in quotes]
     rationale = backing[0].rationale
-    extra: dict[str, object] = {
+    extra: dict[str, Any] = {
         "votes": votes,
         "confidence": confidence,
         "evidence": evidence,
@@ -193,7 +171,7 @@ def decide_leaf(samples: LeafSamples, checker: QuoteChecker, *, judge: str = "ll
     verdict, score = label_outcome(leaf, winner)
     unverified = [e.text for e in evidence if not e.verified]
 
-    if leaf.check.name == CLAIM_CHECK and verdict == "unscored":
+    if verdict == "unscored":  # an answer label that means "not gradable" (e.g. a claim the diff cannot settle)
         return _unscored(
             item,
             "not_applicable",
@@ -206,7 +184,7 @@ def decide_leaf(samples: LeafSamples, checker: QuoteChecker, *, judge: str = "ll
         if unverified:
             reason = f"cited text not found in the submission: {unverified[0][:120]!r}"
             return _unscored(item, "unsupported_evidence", reason, judge, [*flags, f"model_said:{winner}"], **extra)
-        if not quotes and leaf.check.name in QUOTE_REQUIRED_CHECKS:
+        if not quotes and quote_required(leaf):
             return _unscored(
                 item,
                 "unsupported_evidence",
@@ -218,20 +196,8 @@ def decide_leaf(samples: LeafSamples, checker: QuoteChecker, *, judge: str = "ll
     elif unverified:
         flags.append("unverified_quote")
 
-    return LeafResult(
-        leaf_id=leaf.id,
-        template_id=leaf.template_id,
-        stage=leaf.stage,
-        title=leaf.title,
-        target=leaf.target,
-        verdict=verdict,
-        score=score,
-        weight=leaf.weight,
-        rationale=rationale,
-        evidence=evidence,
-        confidence=confidence,
-        votes=votes,
-        flags=flags,
+    return LeafResult.for_leaf(
+        leaf, verdict, judge=judge, score=score, rationale=rationale, evidence=evidence, confidence=confidence,
+        votes=votes, flags=flags,
         error_labels=[leaf.error_category] if verdict == "fail" and leaf.error_category else [],
-        judge=judge,
     )

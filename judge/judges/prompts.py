@@ -18,20 +18,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.judges.base import AlignedSnippet, LeafEvidence
-from judge.judges.llm_schemas import CLAIM_CHECK, SCHEMA_VERSION, labels_for
+from judge.checks.registry import CHECKS
+from judge.evidence.types import AlignedSnippet, LeafEvidence
+from judge.judges.llm_schemas import SCHEMA_VERSION, labels_for
 from judge.judges.prompt_fencing import FENCE_RULE, fence, looks_like_injection, neutralise
 from judge.models import Leaf, Stage, content_hash
 
 PROMPT_VERSION = "llm-judge-v2"
 
 # Checks the LLM judge decides; every other check is deterministic and goes to the fallback.
-LLM_CHECKS: frozenset[str] = frozenset(
-    {"design_variable_match", "requirement_in_diff", "outcome_claim_supported", CLAIM_CHECK}
-)
-# Checks whose positive verdict must cite the submission (design quotes are optional:
-# structured designs often hold the variable only as a key/value pair).
-QUOTE_REQUIRED_CHECKS: frozenset[str] = frozenset({"requirement_in_diff", "outcome_claim_supported", CLAIM_CHECK})
+
+
+def llm_decides(leaf: Leaf) -> bool:
+    """Whether the LLM judge decides `leaf` (its check says so); other leaves stay deterministic."""
+    return leaf.check.name in CHECKS and CHECKS.get(leaf.check.name).llm_decidable
+
+
+def quote_required(leaf: Leaf) -> bool:
+    """Whether a positive LLM verdict on `leaf` must cite a quote."""
+    return leaf.check.name in CHECKS and CHECKS.get(leaf.check.name).quote_required
+
 
 SYSTEM_TEMPLATE = """\
 You grade an AI research agent's {stage} against ground truth, leaf by leaf.
@@ -43,10 +49,6 @@ Criteria:
 {criteria}"""
 CRITERION_TEMPLATE = "{cid}: {criterion}\n  {answers}"
 BINARY_ANSWERS = "verdict: pass = the criterion is met; fail = it is not"
-CLAIM_ANSWERS = (
-    "verdict: correct = the evidence shows the claim holds; incorrect = it shows the claim does not hold; "
-    "unverifiable = the evidence cannot show either; incomplete = the claim is cut off or unfinished"
-)
 LEVEL_TEMPLATE = "{label} ({score:g}): {anchor}"
 USER_TEMPLATE = "Evidence:\n{evidence}\nLeaves:\n{leaves}"
 LEAF_TEMPLATE = "{alias} [{cid}] target: {target}{meta} | evidence: {refs}{facts}"
@@ -65,7 +67,7 @@ def prompt_hash() -> str:
         SYSTEM_TEMPLATE,
         CRITERION_TEMPLATE,
         BINARY_ANSWERS,
-        CLAIM_ANSWERS,
+        *(check.llm_answers for check in CHECKS if check.llm_answers),
         LEVEL_TEMPLATE,
         USER_TEMPLATE,
         LEAF_TEMPLATE,
@@ -109,8 +111,9 @@ def _render_facts(facts: dict[str, Any]) -> str:
 
 
 def _criterion_block(cid: str, leaf: Leaf) -> str:
-    if leaf.check.name == CLAIM_CHECK:
-        answers = CLAIM_ANSWERS
+    own = CHECKS.get(leaf.check.name).llm_answers if leaf.check.name in CHECKS else None
+    if own:
+        answers = own
     elif leaf.kind == "ordinal":
         levels = "".join(
             "\n    " + LEVEL_TEMPLATE.format(label=lv.label, score=lv.score, anchor=_one_line(lv.anchor))

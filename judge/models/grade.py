@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge.models.hashing import content_hash
-from judge.models.rubric import EvidenceSource, Stage
+from judge.models.rubric import EvidenceSource, Leaf, Stage
 
 Verdict = Literal["pass", "fail", "partial", "unscored"]
 
@@ -60,6 +60,29 @@ class LeafResult(BaseModel):
     flags: list[str] = Field(default_factory=list, description="e.g. 'misclassified_role', 'injection_suspected'.")
     error_labels: list[str] = Field(default_factory=list)
     judge: str = Field(description="Name of the judge that produced this verdict.")
+
+    @classmethod
+    def for_leaf(cls, leaf: Leaf, verdict: Verdict, *, judge: str, score: float | None = None,
+                 rationale: str = "", reason_code: ReasonCode | None = None, reason: str | None = None,
+                 evidence: list[EvidenceQuote] | None = None, confidence: float | None = None,
+                 votes: dict[str, int] | None = None, flags: list[str] | None = None,
+                 error_labels: list[str] | None = None) -> LeafResult:
+        """The result on `leaf`, its identity copied from the leaf; the score its verdict implies unless given
+        (pass 1, fail 0, partial 0.5, unscored none)."""
+        if score is None and verdict != "unscored":
+            score = {"pass": 1.0, "fail": 0.0}.get(verdict, 0.5)
+        return cls(leaf_id=leaf.id, template_id=leaf.template_id, stage=leaf.stage, title=leaf.title,
+                   target=leaf.target, verdict=verdict, score=score, weight=leaf.weight, reason_code=reason_code,
+                   reason=reason, rationale=rationale, evidence=evidence or [], confidence=confidence,
+                   votes=votes or {}, flags=flags or [], error_labels=error_labels or [], judge=judge)
+
+    @classmethod
+    def unscored(cls, leaf: Leaf, reason_code: ReasonCode, reason: str, *, judge: str, rationale: str = "",
+                 flags: list[str] | None = None, evidence: list[EvidenceQuote] | None = None,
+                 confidence: float | None = None, votes: dict[str, int] | None = None) -> LeafResult:
+        """`leaf` left unscored: why (a stable code and words), never a score of 0."""
+        return cls.for_leaf(leaf, "unscored", judge=judge, reason_code=reason_code, reason=reason,
+                            rationale=rationale, flags=flags, evidence=evidence, confidence=confidence, votes=votes)
 
 
 class StageScore(BaseModel):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,11 +19,11 @@ from pydantic_core import from_json, to_json
 
 from judge.errors import InputError, JudgeConfigError
 from judge.grading import Grader, fingerprint_for, upstream_down
-from judge.jobs.runtime import cacheable
+from judge.grading_service import cache_hit_fields, cacheable
 from judge.judges.base import Judge
 from judge.judges.llm import LLMJudge
 from judge.judges.registry import build_judge
-from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Usage
+from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric
 from judge.regrade.costing import Budget, Price, RunEstimate, estimate_run, price_for
 from judge.regrade.export import OutputWriter, RunRecord
 from judge.regrade.limiter import UpstreamLimiter, limited_completion
@@ -34,13 +33,11 @@ from judge.regrade.sources import Discovery, RunRef, discover, run_key
 from judge.rubric_loader import load_rubric
 from judge.settings import REPO_ROOT, get_settings
 from judge.store import Store
-from judge.store.clock import utcnow
 
 log = logging.getLogger(__name__)
 DEFAULT_TASKS_DIR = REPO_ROOT.parent / "shared" / "data" / "expbench" / "tasks"
 # Runs looked up, copied from the cache or written per store round trip.
 BATCH = 500
-_ZERO_USAGE: dict[str, Any] = Usage().model_dump(mode="json")
 _OPTION_OF = {"judge": "--judge", "api_base": "--api-base", "samples": "--samples"}
 _PARSED_HITS_KEPT = 4096  # parsed cached grades kept for runs that repeat a submission
 
@@ -74,7 +71,6 @@ class Regrader:
         self.fingerprint = fingerprint_for(self.rubric, self.judge)
         self.digest = self.fingerprint.digest
         self.calibration = CalibrationStatus(calibrated=False)
-        self._calibration_json: dict[str, Any] = self.calibration.model_dump(mode="json")
         self.store: Store | None = None
         self.writer: OutputWriter | None = None
         self.keys: dict[str, str] = {}
@@ -113,7 +109,6 @@ class Regrader:
             if isinstance(self.judge, LLMJudge):
                 self.judge.cache = self.store.response_cache()  # a rerun never pays twice for a call
             self.calibration = await self.store.calibrations.status_for(self.digest, options.tenant)
-            self._calibration_json = self.calibration.model_dump(mode="json")
             result = RegradeResult(self.fingerprint, self.counters, self.records, discovery, self.keys,
                                    self.task_hashes, warnings=self.warnings)
             if not options.dry_run:
@@ -207,11 +202,8 @@ class Regrader:
 
         Done on the JSON object, not the model: a cache hit stays a key look-up, not a re-validation.
         """
-        usage = hit.get("usage") or {}
-        saved_calls = int(usage.get("llm_calls", 0)) + int(usage.get("cache_hits", 0))
-        copy = {**hit, "grade_id": uuid.uuid4().hex, "run_id": ref.run_id, "agent": ref.agent or hit.get("agent"),
-                "submission_id": submission_id, "calibration": self._calibration_json,
-                "usage": {**_ZERO_USAGE, "cache_hits": saved_calls}, "created_at": utcnow().isoformat()}
+        copy = {**hit, **cache_hit_fields(hit.get("usage") or {}, submission_id=submission_id, agent=ref.agent,
+                                          run_id=ref.run_id, calibration=self.calibration)}
         return copy, to_json(copy).decode()
 
     async def _from_cache(self, pending: list[RunRef]) -> list[RunRef]:
@@ -297,7 +289,7 @@ class Regrader:
 
     async def _grade_local(self, misses: list[RunRef], discovery: Discovery) -> None:
         """Grade the misses on this event loop, `concurrency` runs at a time."""
-        grader = Grader(self.rubric, self.judge, calibration_lookup=lambda _fingerprint: self.calibration)
+        grader = Grader(self.rubric, self.judge)
         queue = iter(misses)
         price = price_for(getattr(self.judge, "model", None))
 
@@ -334,7 +326,7 @@ class Regrader:
             # An FML-bench run reads its step snapshots from disk: off the event loop.
             submission = await asyncio.to_thread(ref.load_submission) if ref.fmlbench else ref.load_submission()
             try:
-                grade = await grader.grade(task, submission)
+                grade = await grader.grade(task, submission, calibration=self.calibration)
             finally:
                 self.budget.settle(reserved, 0.0)
         except InputError as exc:

@@ -23,7 +23,7 @@ from judge.evidence.claim_evidence import (
 from judge.evidence.diff_evidence import parse_diff
 from judge.evidence.embeddings import default_embedder
 from judge.evidence.shortlist import EMBED_ALL_UP_TO
-from judge.judges.claim_check import claim_args, claim_label_of
+from judge.checks.claim_vs_diff import claim_args, claim_label_of
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import LeafResult
 from judge.rubric_loader import load_rubric

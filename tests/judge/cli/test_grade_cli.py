@@ -142,3 +142,23 @@ def test_an_unreachable_llm_prints_the_unscored_grade_and_exits_4(monkeypatch: p
     judged = [leaf for leaf in data["leaves"] if leaf["reason_code"] == "judge_error"]
     assert judged and all(leaf["verdict"] == "unscored" and leaf["score"] is None for leaf in judged)
     assert "judge failed" in err and "no leaf the judge was asked came back" in err
+
+
+def test_a_second_grade_of_the_same_input_is_a_grade_cache_hit(tmp_path: Path) -> None:
+    """The CLI uses the store's caches as the API does: the same input twice costs one grade."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    args = ["--task", str(EXAMPLE_TASK), "--task-index", "0", "--submission", str(EXAMPLE_RUN), "--database-url", url]
+    code, first, _ = grade(*args)
+    assert code == 0 and "grade cache hit" not in first
+    code, second, _ = grade(*args)
+    assert code == 0 and "grade cache hit" in second
+    code, out, err = grade(*args, "--json")
+    cached = json.loads(out)
+    assert code == 0 and "grade cache hit" in err
+    code, out, _ = grade(*args, "--json", "--refresh")
+    fresh = json.loads(out)
+    assert code == 0
+    # the cached copy carries the same verdicts as a fresh grade, with its own id
+    assert [(leaf["leaf_id"], leaf["verdict"]) for leaf in cached["leaves"]] == [
+        (leaf["leaf_id"], leaf["verdict"]) for leaf in fresh["leaves"]]
+    assert cached["grade_id"] != fresh["grade_id"] and cached["fingerprint"] == fresh["fingerprint"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from judge.jobs import upstream_down
-from judge.jobs.runtime import cacheable
+from judge.grading_service import cacheable
 from judge.models import ExpBenchMetrics, Grade, JudgeFingerprint, LeafResult
 
 

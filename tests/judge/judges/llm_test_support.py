@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 import litellm
 
-from judge.judges.base import AlignedSnippet, GradingContext, LeafEvidence
+from judge.evidence.types import AlignedSnippet, GradingContext, LeafEvidence
 from judge.models import (
     CheckSpec,
     DesignVariable,

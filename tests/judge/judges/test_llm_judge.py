@@ -21,7 +21,7 @@ from llm_test_support import (
     snip,
 )
 
-from judge.judges.base import LeafEvidence
+from judge.evidence.types import LeafEvidence
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
 from judge.judges.prompts import prompt_hash
@@ -188,7 +188,7 @@ async def test_claim_vs_diff_maps_correct_incorrect_unverifiable_incomplete() ->
     assert results[2].reason_code == "not_applicable" and "unverifiable" in results[2].flags
     assert results[2].votes == {"unverifiable": 1}
     assert results[3].reason_code == "not_applicable" and "incomplete" in results[3].flags
-    from judge.judges.claim_check import claim_label_of
+    from judge.checks.claim_vs_diff import claim_label_of
 
     assert [claim_label_of(r) for r in results] == ["correct", "incorrect", "unverifiable", "incomplete"]
 

@@ -29,7 +29,7 @@ from llm_test_support import (
     snip,
 )
 
-from judge.judges.base import LeafEvidence
+from judge.evidence.types import LeafEvidence
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
 from judge.judges.response_cache import InMemoryResponseCache

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from judge.judges.llm_schemas import BINARY_LABELS, CLAIM_LABELS, build_answer_model, pydantic_schema
+from judge.checks.claim_vs_diff import CLAIM_LABELS
+from judge.judges.llm_schemas import BINARY_LABELS, build_answer_model, pydantic_schema
 
 LABEL_SETS = [BINARY_LABELS, CLAIM_LABELS, ("met", "partly", "missing"), ("only",)]
 

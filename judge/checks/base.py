@@ -1,0 +1,105 @@
+"""What a check is: a name, an arguments model, its evidence and its deterministic decision.
+
+A rubric leaf names a check (`check.name`) and gives it arguments (`check.args`). Everything the
+library knows about that name lives in the check's own module: which arguments it takes (a pydantic
+model that forbids unknown keys, so a rubric typo fails at load), whether an LLM may decide it (and
+what it may answer), the texts alignment must embed, how its evidence is built, and how the embedded
+judge decides it. The evidence builder, the embedded judge and the LLM prompts iterate over the
+registry (`judge.checks.registry`) instead of switching on names.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from judge.errors import RubricError
+from judge.evidence.embeddings import Embedder
+from judge.evidence.submission_view import SubmissionView
+from judge.evidence.types import GradingContext, LeafEvidence
+from judge.models import Leaf, LeafResult, Task, Verdict
+
+
+class CheckArgs(BaseModel):
+    """Arguments every check accepts: where a tuned rubric was tuned, and the examples that taught it.
+
+    Both are provenance that `expjudge tune` writes; a check's own arguments extend this model.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tuned_on: dict[str, Any] | None = None
+    few_shot: list[dict[str, Any]] | None = None
+
+
+def validate_args(check: Check, args: dict[str, Any], where: str) -> CheckArgs:
+    """`args` parsed by the check's model.
+
+    Raises:
+        RubricError: an unknown (e.g. misspelled) or ill-typed argument, naming `where` and the key.
+    """
+    try:
+        return check.Args.model_validate(args)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(p) for p in error["loc"]) or "args"
+        if error["type"] == "extra_forbidden":
+            known = sorted(check.Args.model_fields)
+            message = f"check {check.name!r} takes no argument {key!r} (it takes: {', '.join(known)})"
+        else:
+            message = f"check {check.name!r}: {error['msg']}"
+        raise RubricError(message, field=f"{where}.check.args.{key}") from exc
+
+
+class Check(ABC):
+    """One check: subclass, set the class attributes, implement `build_evidence` and `decide`.
+
+    Attributes:
+        name: The name rubrics use.
+        Args: The arguments model (unknown keys forbidden).
+        llm_decidable: Whether the LLM judge decides it (else the deterministic decision does, always).
+        quote_required: Whether a positive LLM verdict must cite a quote.
+        answer_labels: The labels an LLM answers with, when not the leaf's levels (ordinal) or pass/fail.
+        llm_answers: How the prompt explains those labels (with `answer_labels`).
+    """
+
+    name: ClassVar[str]
+    Args: ClassVar[type[CheckArgs]] = CheckArgs
+    llm_decidable: ClassVar[bool] = False
+    quote_required: ClassVar[bool] = False
+    answer_labels: ClassVar[tuple[str, ...] | None] = None
+    llm_answers: ClassVar[str | None] = None
+
+    def args(self, leaf: Leaf) -> Any:
+        """The leaf's arguments parsed by this check's model (validated at rubric load already)."""
+        return validate_args(self, leaf.check.args, f"leaf {leaf.template_id}")
+
+    def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView) -> list[str]:
+        """The texts `build_evidence` will embed, so a grade embeds everything in one model call."""
+        return []
+
+    @abstractmethod
+    def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
+                       view: SubmissionView) -> list[LeafEvidence]:
+        """Evidence of each leaf, in order."""
+
+    @abstractmethod
+    def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
+        """The deterministic (embedded judge's) verdict on one leaf."""
+
+    def label_outcome(self, leaf: Leaf, label: str) -> tuple[Verdict, float | None]:
+        """Verdict and score of an answer label an LLM gave `leaf`: its level (ordinal) or pass/fail."""
+        if leaf.kind == "ordinal":
+            level = next(lv for lv in leaf.levels if lv.label == label)
+            if level.score >= 1.0:
+                return "pass", level.score
+            if level.score <= 0.0:
+                return "fail", level.score
+            return "partial", level.score
+        return ("pass", 1.0) if label == "pass" else ("fail", 0.0)
+
+
+class UnknownCheckError(RubricError):
+    """A rubric names a check that no module registers."""

@@ -1,0 +1,110 @@
+"""A submission parsed once: diff hunks, design items, conclusion sentences, log and integrity facts.
+
+Also the small text helpers the checks share about requirements (their file references, their text
+without step prefixes) and ground-truth values.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+
+from judge.evidence.diff_evidence import ParsedDiff, parse_diff
+from judge.evidence.injection import InjectionFinding, find_injections, strip_injections
+from judge.evidence.integrity import IntegrityFinding, scan_agent_log
+from judge.evidence.log_classification import LogClassification, classify_execution
+from judge.evidence.text_items import DesignItem, parse_design_items, split_claims
+from judge.models import Submission
+
+# Hunks longer than this are aligned piecewise, so one requirement's code is not averaged away
+# inside a 2,000-line new file.
+ALIGN_HUNK_LINES = 40
+_STEP_PREFIX = re.compile(r"^\s*(?:step\s*\d+|final step)\s*[:.)-]\s*", re.IGNORECASE)
+_PATH_REF = re.compile(r"\(?\s*(/?[\w./-]+\.\w+)(?::[\d,\s-]+)?\s*\)?")
+
+
+def requirement_text(requirement: str) -> str:
+    """A requirement without its "Step N:" prefix and file references, for alignment."""
+    text = _STEP_PREFIX.sub("", requirement)
+    return _PATH_REF.sub(lambda m: "" if "/" in m.group(1) else m.group(0), text).strip() or requirement
+
+
+def requirement_paths(requirement: str) -> list[str]:
+    """File paths a requirement names, e.g. /workspace/scripts/analyze.py."""
+    return [m.group(1) for m in _PATH_REF.finditer(requirement) if "/" in m.group(1)]
+
+
+_TOKEN = re.compile(r"[\w.@%+-]+")
+
+
+def value_stated(value: str, text: str) -> bool:
+    """Whether every token of a ground-truth value occurs in `text` (case-insensitive)."""
+    wanted = {t.strip(".").lower() for t in _TOKEN.findall(value.split(":", 1)[-1])} - {""}
+    have = {t.strip(".").lower() for t in _TOKEN.findall(text)}
+    return bool(wanted) and wanted <= have
+
+
+def path_matches(named: str, touched: str) -> bool:
+    """Whether a diff path is the file a requirement names (suffix match on path components)."""
+    named_parts = [p for p in named.strip("/").split("/") if p not in {"workspace", "."}]
+    touched_parts = touched.strip("/").split("/")
+    tail = named_parts[-2:] if len(named_parts) >= 2 else named_parts
+    return bool(tail) and touched_parts[-len(tail):] == tail
+
+
+@dataclass
+class SubmissionView:
+    """A submission parsed once: diff hunks, design items, conclusion sentences, log facts."""
+
+    submission: Submission
+    diff: ParsedDiff
+    design_items: list[DesignItem]
+    conclusion_sentences: list[str]
+    execution: LogClassification
+    integrity: list[IntegrityFinding]
+    injections: list[InjectionFinding] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, submission: Submission, *, masked_files: list[str] | None = None) -> SubmissionView:
+        """Parse every part of `submission`; a malformed diff raises MalformedDiffError."""
+        diff = parse_diff(submission.diff or "", max_hunk_lines=ALIGN_HUNK_LINES)
+        design = submission.design
+        injections: list[InjectionFinding] = []
+        if isinstance(design, str):
+            injections += find_injections(design)
+            design = strip_injections(design)
+        elif design:  # a list or mapping: flagged; its items are parsed as they are
+            injections += find_injections(json.dumps(design, ensure_ascii=False, default=str))
+        conclusion = submission.conclusion or ""
+        injections += find_injections(conclusion)
+        injections += find_injections(submission.diff or "")
+        injections += find_injections(submission.agent_log or "")  # read by the integrity checks, not aligned
+        return cls(
+            submission=submission,
+            diff=diff,
+            design_items=parse_design_items(design),
+            conclusion_sentences=split_claims(strip_injections(conclusion)),
+            execution=classify_execution(submission.execution),
+            integrity=scan_agent_log(submission.agent_log, masked_files=masked_files or []),
+            injections=injections,
+        )
+
+    @functools.cached_property
+    def hunk_texts(self) -> list[str]:
+        """Each hunk's searchable text with instructions to the grader cut out: what alignment embeds."""
+        return [strip_injections(h.searchable_text()) for h in self.diff.hunks]
+
+    def source_texts(self) -> dict[str, str]:
+        """Full text of each part of the submission, for mechanical quote checks."""
+        sub = self.submission
+        design = sub.design if isinstance(sub.design, str) else str(sub.design or "")
+        execution = sub.execution
+        return {
+            "design": design,
+            "diff": sub.diff or "",
+            "conclusion": sub.conclusion or "",
+            "execution": (execution.logs + "\n" + (execution.reproduce_script or "")) if execution else "",
+            "agent_log": sub.agent_log or "",
+        }
