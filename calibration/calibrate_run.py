@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.agreement_models import AgreementReport
+from calibration.baseline_models import BaselineComparison, PredictorFigures
 from calibration.items import LabelledItem
 from calibration.labelled_sets import load_labelled_set
 from calibration.labels import Label, LabelKey, LabelSet
@@ -153,6 +154,27 @@ def _estimate(report: AgreementReport, name: str) -> dict[str, Any]:
     return {"value": est.value, "ci": est.ci, "reason": est.reason}
 
 
+def _comparison_summary(comp: BaselineComparison) -> dict[str, Any]:
+    def figures(row: PredictorFigures) -> dict[str, Any]:
+        return {"name": row.name, "description": row.description,
+                **{name: {"value": est.value, "ci": est.ci} for name, est in
+                   (("cohen_kappa", row.cohen_kappa), ("macro_f1", row.macro_f1))}}
+
+    return {"n_paired": comp.n_paired, "classes": comp.classes,
+            **{key: figures(row) for key, row in (("judge", comp.judge), ("majority", comp.majority),
+                                                  ("prior", comp.prior), ("best_rule", comp.best_rule))},
+            "beats": {v.figure: v.beats for v in comp.verdicts}}
+
+
+def _baselines_summary(report: CalibrationReportData) -> dict[str, Any] | None:
+    """The stored record's view of the baselines (optional: records made before them have none)."""
+    b = report.baselines
+    if b is None:
+        return None
+    return {"trivial_classes": b.trivial_classes, "overall": _comparison_summary(b.overall),
+            "judgement": _comparison_summary(b.judgement) if b.judgement else None, "warnings": b.warnings}
+
+
 def record_for(report: CalibrationReportData, fingerprint: JudgeFingerprint, labelled: LabelledItems,
                n_resamples: int, seed: int) -> CalibrationRecord:
     """The stored calibration run of a report (its id is deterministic: a rerun stores nothing new)."""
@@ -170,6 +192,7 @@ def record_for(report: CalibrationReportData, fingerprint: JudgeFingerprint, lab
             **{name: _estimate(report.ceiling, name) for name in ("macro_f1", "cohen_kappa", "accuracy")}},
         "categories": {c.category: {"n_paired": c.judge.n_paired, "macro_f1": _estimate(c.judge, "macro_f1"),
                                     "cohen_kappa": _estimate(c.judge, "cohen_kappa")} for c in report.categories},
+        "baselines": _baselines_summary(report),
     }
     return CalibrationRecord(
         calibration_id=content_hash([fingerprint.digest, labelled.label_hash, ids, n_resamples, seed])[:32],

@@ -1,7 +1,9 @@
 """Agreement of a judge run with the human labels, next to the human ceiling on the same units.
 
-Figures come from `calibration.agreement` (judge vs reference, overall and per category) and
-`calibration.ceiling` (human vs human, restricted to the units the judge was run on). Bootstrap intervals
+Figures come from `calibration.agreement` (judge vs reference, overall and per category),
+`calibration.ceiling` (human vs human, restricted to the units the judge was run on) and
+`calibration.baselines` (trivial baselines beside the judge, on all units and on the classes that need
+judgement, with the human ceiling on the latter too). Bootstrap intervals
 resample diffs/tasks (the items' groups), not single items. The figures of a run are cached by the content
 of everything they depend on, so a fully cached rerun does not pay for the bootstrap again.
 """
@@ -14,6 +16,8 @@ from typing import Any
 from calibration.agreement import agreement_report
 from calibration.agreement_models import AgreementReport
 from calibration.agreement_slices import per_category
+from calibration.baseline_models import Baselines
+from calibration.baselines import compare_with_baselines
 from calibration.ceiling import human_ceiling_with_reason
 from calibration.labels import UNCATEGORISED, Label, LabelKey, LabelSet
 from calibration.report_html import CalibrationReportData, CategoryResult, Disagreement
@@ -21,7 +25,7 @@ from calibration.runner import CaseAdapter, CaseOutcome
 from judge.judges.response_cache import ResponseCache
 from judge.models import content_hash
 
-METRICS_CACHE_VERSION = "calibration-metrics-v1"
+METRICS_CACHE_VERSION = "calibration-metrics-v2"
 
 
 def _category(outcome: CaseOutcome) -> str:
@@ -47,14 +51,31 @@ def _figures(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Label], 
             cat_keys = [k for k, c in zip(keys, cats, strict=True) if c == cat]
             cat_ceilings[cat] = human_ceiling_with_reason(subset, keys=cat_keys, name=f"human vs human, {cat}",
                                                           **common)
+    baselines = compare_with_baselines(ref, pred, groups=groups, **common)
+    judgement_ceiling, judgement_reason = _judgement_ceiling(baselines, label_set, keys, common)
     return {
         "overall": overall.model_dump(mode="json"),
+        "baselines": baselines.model_dump(mode="json") if baselines else None,
+        "judgement_ceiling": judgement_ceiling.model_dump(mode="json") if judgement_ceiling else None,
+        "judgement_ceiling_reason": judgement_reason,
         "categories": {c: r.model_dump(mode="json") for c, r in by_cat.items()},
         "ceiling": ceiling.model_dump(mode="json") if ceiling else None,
         "ceiling_reason": reason,
         "category_ceilings": {c: [r.model_dump(mode="json") if r else None, why]
                               for c, (r, why) in cat_ceilings.items()},
     }
+
+
+def _judgement_ceiling(baselines: Baselines | None, label_set: LabelSet, keys: Sequence[LabelKey],
+                       common: dict[str, Any]) -> tuple[AgreementReport | None, str | None]:
+    """The human ceiling on the judged units some rater put in a class that needs judgement."""
+    if baselines is None or baselines.judgement is None:
+        return None, baselines.judgement_reason if baselines else "no unit has both a reference and a judge label"
+    wanted = set(baselines.judgement_classes)
+    ratings = label_set.ratings()
+    chosen = [k for k in keys if any(v in wanted for v in ratings.get(k, {}).values())]
+    return human_ceiling_with_reason(label_set, keys=chosen, macro_over="reference",
+                                     name="human vs human, classes that need judgement", **common)
 
 
 def _figures_key(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Label], label_set: LabelSet,
@@ -134,6 +155,9 @@ async def measure(
         categories.append(CategoryResult(
             category=cat, judge=AgreementReport.model_validate(rep),
             ceiling=AgreementReport.model_validate(ceiling) if ceiling else None, ceiling_reason=why))
+    baselines = Baselines.model_validate(figures["baselines"]) if figures["baselines"] else None
+    judgement_ceiling = (AgreementReport.model_validate(figures["judgement_ceiling"])
+                         if figures["judgement_ceiling"] else None)
     predictions = [{"item_id": o.case.item.item_id, "group_id": o.case.item.group_id,
                     "category": _category(o), "reference": reference.get(o.case.key), "predicted": o.predicted,
                     "verdict": o.result.verdict, "confidence": o.result.confidence} for o in outcomes]
@@ -142,6 +166,9 @@ async def measure(
         overall=AgreementReport.model_validate(figures["overall"]),
         ceiling=AgreementReport.model_validate(figures["ceiling"]) if figures["ceiling"] else None,
         ceiling_reason=figures["ceiling_reason"], categories=categories,
-        disagreements=_disagreements(outcomes, reference, label_set), warnings=list(warnings),
+        baselines=baselines, judgement_ceiling=judgement_ceiling,
+        judgement_ceiling_reason=figures["judgement_ceiling_reason"],
+        disagreements=_disagreements(outcomes, reference, label_set),
+        warnings=[*(baselines.warnings if baselines else []), *warnings],
         meta={**(meta or {}), "predictions": predictions},
     )

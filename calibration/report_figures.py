@@ -88,6 +88,38 @@ def per_category_png(rows: Sequence[tuple[str, AgreementReport, AgreementReport 
     return _png(fig)
 
 
+SERIES_COLOURS = (JUDGE_COLOUR, HUMAN_COLOUR, "#7f7f7f", "#bcbd22", "#ff7f0e")
+
+
+def comparison_png(
+    groups: Sequence[tuple[str, Sequence[Estimate | None], Sequence[Estimate | None]]], series: Sequence[str]
+) -> bytes:
+    """Cohen's kappa and macro-F1 of several predictors (`series`, e.g. the judge, the humans and the
+    baselines) with 95% intervals, one cluster per item set; `groups` holds (name, kappas, macro-F1s), one
+    estimate per series (None: not available, drawn as "n/a")."""
+    fig = Figure(figsize=(max(8.0, 2.4 * len(groups) + 5.0), 4.4))
+    axes = fig.subplots(1, 2)
+    width = 0.7 / max(len(series), 1)
+    for ax, kappa, title in ((axes[0], True, "Cohen's kappa"), (axes[1], False, "macro-F1")):
+        for s, name in enumerate(series):
+            colour = SERIES_COLOURS[s % len(SERIES_COLOURS)]
+            for g, (_, kappas, f1s) in enumerate(groups):
+                est = (kappas if kappa else f1s)[s]
+                _point(ax, g - 0.35 + width * (s + 0.5), est, colour, name if g == 0 else None)
+        ax.set_xticks(range(len(groups)), [name for name, _, _ in groups])
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        lows = [e.ci_low if e.ci_low is not None else e.value for _, ks, _ in groups for e in ks
+                if e is not None and e.value is not None]
+        ax.set_ylim(max(-1.05, min([-0.3, *(low - 0.05 for low in lows if low is not None)])) if kappa else 0.0,
+                    1.05)
+        ax.axhline(0.0, color="grey", linewidth=0.5)
+        ax.set_title(f"{title} with 95% interval")
+    handles, names = axes[0].get_legend_handles_labels()
+    if handles:  # one legend under both panels, clear of the points
+        fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=8, bbox_to_anchor=(0.5, -0.06))
+    return _png(fig)
+
+
 def reliability_png(bins: Sequence[ReliabilityBin], ece: float | None) -> bytes:
     """Accuracy against mean confidence per confidence bin, with the diagonal of perfect calibration."""
     fig = Figure(figsize=(5.0, 5.0))

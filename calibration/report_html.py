@@ -12,14 +12,23 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from calibration.agreement_models import AgreementReport, ConfusionMatrix, Estimate
+from calibration.baseline_models import Baselines
 from calibration.labels import Label
-from calibration.report_figures import confusion_png, per_category_png, placeholder_png, reliability_png
+from calibration.report_baselines import EXPLANATION, BaselineTable, baseline_tables, trivial_classes_line
+from calibration.report_figures import (
+    comparison_png,
+    confusion_png,
+    per_category_png,
+    placeholder_png,
+    reliability_png,
+)
 
 FIGURE_IDS: tuple[str, ...] = (
     "fig-confusion-judge",
     "fig-confusion-human",
     "fig-per-category",
     "fig-reliability",
+    "fig-baselines",
 )
 """The id of every <img> in report.html; each is always present (a placeholder says why when data is
 missing)."""
@@ -71,6 +80,13 @@ class CalibrationReportData(BaseModel):
     ceiling: AgreementReport | None = None
     ceiling_reason: str | None = None
     categories: list[CategoryResult] = Field(default_factory=list)
+    baselines: Baselines | None = Field(
+        default=None, description="The judge beside trivial baselines (absent from reports made before them)."
+    )
+    judgement_ceiling: AgreementReport | None = Field(
+        default=None, description="The human ceiling on the units that need judgement (see `baselines`)."
+    )
+    judgement_ceiling_reason: str | None = None
     disagreements: list[Disagreement] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
@@ -82,7 +98,9 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 vertical-align:top}th{background:#f3f3f3}pre{white-space:pre-wrap;max-width:48em;margin:0;font-size:12px}
 figure{display:inline-block;margin:0 1.5em 1.5em 0;vertical-align:top}
 img{max-width:100%;border:1px solid #eee}
-.na{color:#888}.warn{color:#a60}
+.na{color:#888}.warn{color:#a60}.ok{color:#070}
+.figs td{white-space:nowrap}
+.alert{border:2px solid #c60;background:#fff4e5;padding:0.5em 1em;margin:1em 0}
 """
 
 
@@ -135,6 +153,63 @@ def _summary(data: CalibrationReportData) -> str:
         "<h2>Summary (95% bootstrap intervals)</h2><table><tr><th>figure</th><th>judge vs reference</th>"
         f"<th>human vs human</th></tr>{''.join(rows)}</table>{reason}"
     )
+
+
+def _alert(data: CalibrationReportData) -> str:
+    if data.baselines is None or not data.baselines.warnings:
+        return ""
+    items = "".join(f"<li>{_e(w)}</li>" for w in data.baselines.warnings)
+    return (
+        '<div class="alert" id="baseline-warnings"><h2>Warning: the judge does not beat a trivial baseline</h2>'
+        f"<ul>{items}</ul></div>"
+    )
+
+
+def _baseline_table(table: BaselineTable) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in table.columns)
+    rows = "".join(
+        f"<tr><th>{_e(name)}</th>{''.join(f'<td>{_est(c)}</td>' for c in cells)}</tr>" for name, cells in table.rows
+    )
+    verdicts = "".join(
+        f'<li class="{"ok" if beats else "warn"}">{_e(text)}</li>' for beats, text in table.verdicts
+    )
+    notes = "".join(f'<li class="na">{_e(n)}</li>' for n in table.notes)
+    return (
+        f'<h3>{_e(table.title)}</h3><table class="figs"><tr><th>figure</th>{head}</tr>{rows}</table>'
+        f"<ul>{verdicts}{notes}</ul>"
+    )
+
+
+def _baselines(data: CalibrationReportData) -> str:
+    if data.baselines is None:
+        return '<h2>Trivial baselines</h2><p class="na">Not computed for this report.</p>'
+    tables = baseline_tables(data.baselines, data.ceiling, data.judgement_ceiling)
+    missing = ""
+    if data.baselines.judgement is not None and data.judgement_ceiling is None:
+        missing = f'<p class="na">No human ceiling on these classes: {_e(data.judgement_ceiling_reason)}</p>'
+    return (
+        f"<h2>Trivial baselines (95% bootstrap intervals)</h2><p>{_e(EXPLANATION)}</p>"
+        f"<p>{_e(trivial_classes_line(data.baselines))}</p>{''.join(_baseline_table(t) for t in tables)}{missing}"
+    )
+
+
+def _baseline_figure(data: CalibrationReportData) -> str:
+    alt = "Cohen's kappa and macro-F1: judge, human ceiling and trivial baselines"
+    if data.baselines is None:
+        return _img("fig-baselines", alt + " (not available)", placeholder_png("No trivial baselines in this report"))
+    comps = [("all items", data.baselines.overall, data.ceiling)]
+    if data.baselines.judgement is not None:
+        comps.append(("need judgement", data.baselines.judgement, data.judgement_ceiling))
+    groups = [
+        (
+            name,
+            [c.judge.cohen_kappa, h.cohen_kappa if h else None, *(b.cohen_kappa for b in c.predictors()[1:])],
+            [c.judge.macro_f1, h.macro_f1 if h else None, *(b.macro_f1 for b in c.predictors()[1:])],
+        )
+        for name, c, h in comps
+    ]
+    series = ["judge", "human vs human", "majority class", "class priors", "best single-class rule"]
+    return _img("fig-baselines", alt, comparison_png(groups, series))
 
 
 def _categories(data: CalibrationReportData) -> str:
@@ -233,12 +308,18 @@ def _figures(data: CalibrationReportData) -> str:
             reliability_png(judge.reliability, judge.expected_calibration_error),
         )
     )
+    parts.append(_baseline_figure(data))
     return "<h2>Figures</h2>" + "".join(parts)
 
 
 def render_html(data: CalibrationReportData) -> str:
     """The report as one self-contained HTML page."""
-    warns = [*data.warnings, *data.overall.notes, *(data.ceiling.notes if data.ceiling else [])]
+    shown_above = set(data.baselines.warnings) if data.baselines else set()
+    warns = [
+        *(w for w in data.warnings if w not in shown_above),
+        *data.overall.notes,
+        *(data.ceiling.notes if data.ceiling else []),
+    ]
     warn_html = "".join(f'<li class="warn">{_e(w)}</li>' for w in warns)
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(data.title)}</title>'
@@ -247,7 +328,8 @@ def render_html(data: CalibrationReportData) -> str:
         f"<td>{_e(data.fingerprint or '-')}</td></tr><tr><th>labels</th><td>{_e(data.label_set)}</td></tr>"
         f"<tr><th>created</th><td>{_e(data.created_at.isoformat())}</td></tr><tr><th>bootstrap</th>"
         f"<td>{_e(data.overall.bootstrap.model_dump())}</td></tr></table>"
-        f"{_summary(data)}{_figures(data)}{_categories(data)}{_classes(data.overall)}"
+        f"{_alert(data)}{_summary(data)}{_baselines(data)}{_figures(data)}{_categories(data)}"
+        f"{_classes(data.overall)}"
         f"{'<h2>Notes</h2><ul>' + warn_html + '</ul>' if warn_html else ''}"
         f"{_disagreements(data.disagreements)}</body></html>"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ from matplotlib.image import imread
 
 from calibration.agreement import agreement_report
 from calibration.agreement_slices import by_key, per_category
+from calibration.baselines import compare_with_baselines
 from calibration.ceiling import human_ceiling_per_category, human_ceiling_with_reason
 from calibration.crscore import CLAIM_LABELS, load_crscore
 from calibration.labels import LabelSet
@@ -56,6 +58,8 @@ def _report_data(mini_crscore: Path, *, with_ceiling: bool = True) -> Calibratio
         n_resamples=100,
         name="ann2 vs ann1",
     )
+    baselines = compare_with_baselines(ref, pred, labels=CLAIM_LABELS, groups=[groups[k] for k in keys],
+                                       n_resamples=100)
     by_cat = per_category(ref, pred, [cats[k] for k in keys], labels=CLAIM_LABELS, n_resamples=100)
     ceiling, reason = human_ceiling_with_reason(labels, labels=CLAIM_LABELS, n_resamples=100)
     cat_ceiling = human_ceiling_per_category(labels, labels=CLAIM_LABELS, n_resamples=100)
@@ -68,7 +72,7 @@ def _report_data(mini_crscore: Path, *, with_ceiling: bool = True) -> Calibratio
             reference_label=r,
             judge_label=p,
             rationale="<script>alert('x')</script> the claim says <b>b</b> changed",
-            reference_evidence=f"{claims[k.item_id].claim}\n\n{claims[k.item_id].diff}",  # type: ignore[attr-defined]
+            reference_evidence=f"{claims[k.item_id].claim}\n\n{claims[k.item_id].diff}",
             judge_evidence=["+a = 2"],
         )
         for k, r, p in zip(keys, ref, pred, strict=True)
@@ -90,6 +94,8 @@ def _report_data(mini_crscore: Path, *, with_ceiling: bool = True) -> Calibratio
             )
             for c, rep in by_cat.items()
         ],
+        baselines=baselines,
+        judgement_ceiling_reason="not computed in this test",
         disagreements=disagreements,
         warnings=labels.warnings,
     )
@@ -170,6 +176,8 @@ def test_text_from_labels_and_raters_reaches_the_page_as_text_only(tmp_path: Pat
     reference = [labels[i % 4] for i in range(16)]
     predicted = [labels[(i + i // 8) % 4] for i in range(16)]
     overall = agreement_report(reference, predicted, labels=labels, n_resamples=20, name=PAYLOADS[0])
+    baselines = compare_with_baselines(reference, predicted, labels=labels, n_resamples=20)
+    assert baselines is not None and baselines.warnings  # the judge is a rule here: warnings name the labels
     data = CalibrationReportData(
         title=PAYLOADS[0],
         judge=PAYLOADS[1],
@@ -194,7 +202,9 @@ def test_text_from_labels_and_raters_reaches_the_page_as_text_only(tmp_path: Pat
                 notes=list(PAYLOADS),
             )
         ],
-        warnings=list(PAYLOADS),
+        baselines=baselines,
+        judgement_ceiling_reason=PAYLOADS[1],
+        warnings=[*baselines.warnings, *PAYLOADS],
     )
     _, html_path = write_report(data, tmp_path)
     page = html_path.read_text()
@@ -204,3 +214,63 @@ def test_text_from_labels_and_raters_reaches_the_page_as_text_only(tmp_path: Pat
     found = {m["id"]: m for m in IMG.finditer(page)}
     assert set(found) == set(FIGURE_IDS)
     assert all(base64.b64decode(m["data"]).startswith(PNG_SIGNATURE) for m in found.values())
+
+
+# The worked example of test_calib_baselines: the judge finds every cut-off item, and a rule that keeps its
+# "cut" calls and says "ok" otherwise has the better kappa.
+REFERENCE = ["ok"] * 12 + ["bad"] * 4 + ["cut"] * 4
+JUDGE = ["ok"] * 8 + ["bad"] * 4 + ["ok", "ok", "bad", "bad"] + ["cut"] * 4
+
+
+def _baseline_report() -> CalibrationReportData:
+    labels = ["ok", "bad", "cut"]
+    groups = [f"d{i // 2}" for i in range(len(REFERENCE))]
+    overall = agreement_report(REFERENCE, JUDGE, labels=labels, groups=groups, n_resamples=50)
+    ceiling = agreement_report(REFERENCE, REFERENCE, labels=labels, groups=groups, n_resamples=50)
+    baselines = compare_with_baselines(REFERENCE, JUDGE, labels=labels, groups=groups, n_resamples=50)
+    assert baselines is not None and baselines.judgement is not None
+    return CalibrationReportData(judge="scripted", label_set="hand-made", overall=overall, ceiling=ceiling,
+                                 baselines=baselines, judgement_ceiling=ceiling,
+                                 warnings=[*baselines.warnings, "an input note"])
+
+
+def test_baselines_and_their_warnings_are_in_both_reports(tmp_path: Path) -> None:
+    data = _baseline_report()
+    assert data.baselines is not None
+    warnings = data.baselines.warnings
+    assert any("does not beat the best single-class rule's Cohen's κ" in w for w in warnings)
+    json_path, html_path = write_report(data, tmp_path)
+    again = CalibrationReportData.model_validate_json(json_path.read_text())
+    assert again.baselines == data.baselines and again.warnings[: len(warnings)] == warnings
+    page = html_path.read_text()
+    box = page.split('<div class="alert" id="baseline-warnings">', 1)[1].split("</div>", 1)[0]
+    for warning in warnings:
+        assert _escaped(warning) in box
+        assert page.count(_escaped(warning)) == 2  # in the box and under its table, not again in the notes
+    assert "an input note" in page
+    assert "Trivial baselines, all items (20 items, 10 resampling units)" in page
+    assert _escaped("Trivial baselines, classes that need judgement ('ok', 'bad') (16 items") in page
+    assert _escaped("best single-class rule (keep 'cut', else 'ok')") in page
+    assert _escaped("decided by a trivial rule") in page and "chosen on these same items" in page
+    kappa = data.baselines.overall.best_rule.cohen_kappa.format()
+    assert f"<td>{kappa}</td>" in page
+    found = {m["id"]: m for m in IMG.finditer(page)}
+    assert set(found) == set(FIGURE_IDS) and "fig-baselines" in found and "fig-reliability" in found
+    assert base64.b64decode(found["fig-baselines"]["data"]).startswith(PNG_SIGNATURE)
+
+
+def test_a_report_made_before_baselines_still_loads_and_renders(tmp_path: Path) -> None:
+    data = _baseline_report()
+    old = data.model_dump(mode="json")
+    for field in ("baselines", "judgement_ceiling", "judgement_ceiling_reason"):
+        del old[field]
+    loaded = CalibrationReportData.model_validate(old)
+    assert loaded.baselines is None
+    _, html_path = write_report(loaded, tmp_path)
+    page = html_path.read_text()
+    assert "Not computed for this report." in page and 'id="baseline-warnings"' not in page
+    assert {m["id"] for m in IMG.finditer(page)} == set(FIGURE_IDS)
+
+
+def _escaped(text: str) -> str:
+    return html.escape(text, quote=True)

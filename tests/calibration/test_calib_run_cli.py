@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import html
 import json
 import re
 from collections.abc import Iterator
@@ -24,12 +25,14 @@ from calibration.labelled_sets import load_labelled_set
 from calibration.report_html import FIGURE_IDS, CalibrationReportData
 from judge.cli.main import _register_commands, app
 from judge.evidence import embeddings
+from judge.evidence.types import GradingContext, LeafEvidence
 from judge.grading import fingerprint_for
+from judge.judges.base import Judge, JudgeOutcome
 from judge.judges.embedded import EmbeddedJudge
-from judge.models import CalibrationStatus
+from judge.models import CalibrationStatus, LeafResult
 from judge.rubric_loader import load_rubric
 from judge.settings import REPO_ROOT, get_settings
-from judge.store import Store
+from judge.store import CalibrationRecord, Store
 
 _register_commands()
 runner = CliRunner()
@@ -73,6 +76,27 @@ def test_summary_prints_judge_and_human_figures_with_intervals(calibrated: dict[
     for c in report.categories:
         assert re.search(rf"│ {c.category}\s+│ {c.judge.n_paired}\s+│ {re.escape(c.judge.macro_f1.format())}", out)
     assert "Base rates" in out and "coverage" in out and "stored for fingerprint" in out
+
+
+def test_summary_prints_the_trivial_baselines_of_report_json(calibrated: dict[str, Any]) -> None:
+    out, report = calibrated["stdout"], calibrated["report"]
+    b = report.baselines
+    assert b is not None and report.warnings[: len(b.warnings)] == b.warnings
+    comps = [(b.overall, report.ceiling, "Trivial baselines, all items")]
+    if b.judgement is not None:
+        comps.append((b.judgement, report.judgement_ceiling, "Trivial baselines, classes that need judgement"))
+    cells = r"\s+│ ".join([r"(\S+(?: \[\S+, \S+\])?)"] * 5)
+    start = 0
+    for comp, ceiling, title in comps:
+        at = out.index(title, start)
+        row = re.compile(r"│ Cohen's κ\s+│ " + cells + r"\s+│").search(out, at)
+        assert row, f"no kappa row after {title!r} in:\n{out}"
+        human = ceiling.cohen_kappa.format() if ceiling else "-"
+        assert list(row.groups()) == [comp.judge.cohen_kappa.format(), human, comp.majority.cohen_kappa.format(),
+                                      comp.prior.cohen_kappa.format(), comp.best_rule.cohen_kappa.format()]
+        start = row.end()
+    for warning in b.warnings:
+        assert f"warning: {warning}" in " ".join(out.split())
 
 
 def test_the_human_ceiling_is_measured_on_the_judged_items_only(calibrated: dict[str, Any]) -> None:
@@ -196,3 +220,51 @@ def test_units_the_raters_disagree_on_stay_in_the_human_ceiling(tmp_path: Path, 
     tied = {k.item_id for k in disagreeing}
     assert {p["item_id"] for p in report.meta["predictions"] if p["reference"] is None} == tied
     assert report.overall.n_missing_reference == len(tied)  # judged, but outside the judge-vs-reference figures
+
+
+class AlwaysCorrect(Judge):
+    """A trivially bad judge: says "correct" to every claim, i.e. it is the majority-class baseline."""
+
+    name = "always-correct"
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name, "args": {}}
+
+    async def judge_leaves(self, context: GradingContext, evidence: list[LeafEvidence]) -> JudgeOutcome:
+        return JudgeOutcome(results=[LeafResult.for_leaf(e.leaf, "pass", judge=self.name, confidence=1.0,
+                                                         flags=["label:correct"]) for e in evidence])
+
+
+def test_a_judge_no_better_than_a_trivial_rule_is_warned_about(tmp_path: Path, mini_crscore: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("EXPJUDGE_DATABASE_URL", url)
+    monkeypatch.setattr("calibration.calibrate_run.judge_for", lambda *_, **__: AlwaysCorrect())
+    get_settings.cache_clear()
+    code, out, err = calibrate(mini_crscore, tmp_path / "out")
+    get_settings.cache_clear()
+    assert code == 0, err
+    report = CalibrationReportData.model_validate_json((tmp_path / "out" / "report.json").read_text())
+    b = report.baselines
+    assert b is not None and report.overall.cohen_kappa.value == 0.0
+    kappa = next(v for v in b.overall.verdicts if v.figure == "cohen_kappa")
+    assert kappa.beats is False and kappa.text.startswith("the judge's Cohen's κ 0.000")
+    assert kappa.text in b.warnings and report.warnings[: len(b.warnings)] == b.warnings
+    flat = " ".join(out.split())
+    assert f"warning: {kappa.text}" in flat
+    assert "Trivial baselines, all items" in flat and "says nothing but 'correct' here" in flat
+    assert re.search(r"│ Cohen's κ\s+│ 0\.000 \[0\.000, 0\.000\]\s+│", out)
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="baseline-warnings"' in page and html.escape(kappa.text, quote=True) in page
+
+    async def stored() -> list[CalibrationRecord]:
+        store = Store(url)
+        try:
+            return await store.calibrations.list_runs(report.fingerprint, None)
+        finally:
+            await store.close()
+
+    (record,) = asyncio.run(stored())
+    summary = record.report["baselines"]
+    assert summary["warnings"] == b.warnings and summary["overall"]["beats"]["cohen_kappa"] is False
+    assert summary["overall"]["majority"]["cohen_kappa"]["value"] == 0.0
