@@ -38,7 +38,13 @@ def load_labelled_set(path: str | Path) -> tuple[list[LabelledItem], LabelSet]:
         if is_crscore_folder(p):
             claims, labels = load_crscore(p)
             return list(claims), labels
-        raise InputError("a folder in no known label format (known: CRScore claim CSVs)", field=str(p))
+        from calibration.judgeeval import is_judgeeval_folder, load_judgeeval
+
+        if is_judgeeval_folder(p):  # PaperBench JudgeEval: expected_result.json trees + repositories
+            leaves, labels = load_judgeeval(p)
+            return list(leaves), labels
+        raise InputError("a folder in no known label format (known: CRScore claim CSVs, JudgeEval "
+                         "expected_result.json trees)", field=str(p))
     if not p.exists():
         raise InputError("no such file or folder", field=str(p))
     suffix = p.suffix.lower()

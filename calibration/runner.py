@@ -20,14 +20,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from calibration.agreement_models import MetricScale
+from calibration.cases import CaseAdapter, JudgeCase
 from calibration.items import CLAIM_CRITERION, ClaimItem, LabelledItem
+from calibration.judgeeval import JudgeEvalAdapter
 from calibration.labels import Label, LabelKey
 from judge.checks.claim_vs_diff import CLAIM_CHECK, CLAIM_LABELS, claim_label_of
 from judge.errors import InputError, MalformedDiffError, RubricError
@@ -49,50 +51,6 @@ _SYNTHETIC_EXT = {"python": "py", "java": "java", "javascript": "js"}
 # Every module an embedded result depends on: the checks, the evidence layer, the embedded judge.
 _DECIDING_PACKAGES = ("judge.checks", "judge.evidence")
 _DECIDING_MODULES = ("judge.judges.embedded",)
-
-
-@dataclass(frozen=True)
-class JudgeCase:
-    """One labelled unit made gradable: the item, the label key it answers, and what the judge sees."""
-
-    item: LabelledItem
-    key: LabelKey
-    task: Task
-    submission: Submission
-    leaf: Leaf
-    shown_to_raters: str = ""
-
-    def content_hash(self) -> str:
-        """Hash of everything graded (task, submission, the leaf with its target); ids left out."""
-        return content_hash([self.task.content_hash(), self.submission.content_hash(),
-                             self.leaf.model_dump(mode="json")])
-
-
-class CaseAdapter(Protocol):
-    """Turns labelled items into judge cases and judge results back into labels."""
-
-    labels: tuple[Label, ...]
-    scale: MetricScale
-
-    def accepts(self, item: LabelledItem) -> bool:
-        """Whether this adapter can grade the item."""
-        ...
-
-    def key_of(self, item: LabelledItem) -> LabelKey:
-        """The labelled unit an item's verdict answers."""
-        ...
-
-    def leaf_for(self, rubric: Rubric) -> Leaf:
-        """The rubric's leaf that grades such items (its target is filled in per item)."""
-        ...
-
-    def to_case(self, item: LabelledItem, leaf: Leaf) -> JudgeCase:
-        """The case of one item."""
-        ...
-
-    def label_of(self, result: LeafResult) -> Label | None:
-        """The label a result stands for; None when the judge left the unit undecided."""
-        ...
 
 
 def single_leaf(rubric: Rubric, check: str, task: Task) -> Leaf:
@@ -330,7 +288,7 @@ def adapter_for(items: Sequence[LabelledItem]) -> CaseAdapter:
     Raises:
         InputError: no adapter accepts them (e.g. a labels file, whose items carry no content to judge).
     """
-    for adapter in ADAPTERS:
+    for adapter in (*ADAPTERS, JudgeEvalAdapter()):
         if items and all(adapter.accepts(item) for item in items):
             return adapter
     kinds = sorted({type(item).__name__ for item in items}) or ["none"]

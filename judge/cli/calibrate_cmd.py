@@ -1,4 +1,5 @@
-"""`expjudge calibrate`: a judge's agreement with human labels, next to the human ceiling, stored and reported."""
+"""`expjudge calibrate`: a judge's agreement with human labels, next to the human ceiling and trivial baselines,
+stored and reported."""
 
 from __future__ import annotations
 
@@ -11,15 +12,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from judge.cli.app import app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
-from judge.cli.main import app
 from judge.errors import InputError
 from judge.store import with_store
 
 if TYPE_CHECKING:
     from calibration.agreement_models import AgreementReport, Estimate
     from calibration.calibrate_run import CalibrationOutcome
+    from calibration.report_baselines import BaselineTable
+    from calibration.report_html import CalibrationReportData
     from calibration.runner import RunStats
 
 FIGURES = (("macro_f1", "macro-F1"), ("cohen_kappa", "Cohen's kappa"), ("krippendorff_alpha", "Krippendorff's alpha"),
@@ -67,6 +70,42 @@ def usage_line(stats: RunStats) -> str:
     return line
 
 
+def baseline_table(table: BaselineTable) -> Table:
+    """A trivial-baseline comparison as a rich table (every cell is data text, so it is escaped)."""
+    rich_table = Table(title=shown(table.title))
+    for column in ("figure", *table.columns):
+        rich_table.add_column(shown(column))
+    for name, cells in table.rows:
+        rich_table.add_row(shown(name), *(shown(fmt(c)) for c in cells))
+    return rich_table
+
+
+def render_baselines(report: CalibrationReportData, out: Console) -> None:
+    """The judge beside trivial baselines, then a warning for every figure on which it does not beat them."""
+    from calibration.report_baselines import baseline_tables, trivial_classes_line
+
+    if report.baselines is None:
+        out.print("no trivial baselines: no unit has both a reference and a judge label")
+        return
+    tables = baseline_tables(report.baselines, report.ceiling, report.judgement_ceiling)
+    out.print(shown(trivial_classes_line(report.baselines)))
+    for table in tables:
+        out.print(baseline_table(table))
+        for beats, text in table.verdicts:
+            if beats:
+                out.print(f"[green]ok:[/green] {shown(text)}")
+        for note in table.notes:
+            out.print(f"note: {shown(note)}")
+    if report.baselines.judgement is not None and report.judgement_ceiling is None:
+        out.print(f"no human ceiling on the classes that need judgement: {shown(report.judgement_ceiling_reason)}")
+
+
+def render_baseline_warnings(report: CalibrationReportData, out: Console) -> None:
+    """One line per figure on which the judge does not beat the best trivial baseline outside the interval."""
+    for warning in report.baselines.warnings if report.baselines else []:
+        out.print(f"[bold yellow]warning:[/bold yellow] {shown(warning)}")
+
+
 def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
     """Summary, per-category and base-rate tables of a calibration."""
     report, fp = outcome.report, outcome.fingerprint
@@ -84,6 +123,7 @@ def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
     out.print(summary)
     if ceiling is None:
         out.print(f"no human ceiling: {shown(report.ceiling_reason)}")
+    render_baselines(report, out)
     cats = Table(title="Per category")
     for column in ("category", "n judge", "judge macro-F1", "judge kappa", "n human", "human macro-F1", "human kappa"):
         cats.add_column(column)
@@ -101,6 +141,7 @@ def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
                       _rate(b.predicted_count, b.predicted_rate))
     out.print(rates)
     out.print(shown(usage_line(outcome.stats)))
+    render_baseline_warnings(report, out)
     state = "stored" if outcome.stored_new else "already stored (same fingerprint, labels and items)"
     out.print(f"calibration {outcome.record.calibration_id} {state} for fingerprint {fp.digest}")
     if outcome.paths:
@@ -133,12 +174,17 @@ def calibrate_command(
     bootstrap: BootstrapOpt = 1000,
     progress: ProgressOpt = True,
 ) -> None:
-    """Run a judge over labelled items (cached), print its agreement next to the human ceiling, store it."""
+    """Run a judge over labelled items (cached), print its agreement next to the human ceiling and trivial
+    baselines, store it."""
     from calibration.calibrate_run import calibrate
+    from calibration.judgeeval import rubric_for
+    from calibration.judgeeval_report import report_judgeeval
 
     with exit_on_input_error():
         check_out_dir(out)
+        rubric = rubric_for(labels, rubric)  # a JudgeEval folder is graded with judgeeval-v1 unless told otherwise
         outcome = asyncio.run(with_store(database_url, lambda store: calibrate(
             labels, judge, store, rubric_ref=rubric, samples=samples, api_base=api_base, limit=limit,
             language=language, n_resamples=bootstrap, progress=progress, out_dir=out)))
     render_calibration(outcome, console())
+    report_judgeeval(outcome, out, console())  # JudgeEval labels only: its macro-F1 beside PaperBench's figures

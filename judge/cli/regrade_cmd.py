@@ -14,7 +14,7 @@ from rich.text import Text
 
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
-from judge.cli.main import app
+from judge.cli.app import app
 
 # Rows of the dry-run table printed; every row is in DIR/estimate.csv.
 _MAX_TABLE_ROWS = 40
@@ -123,6 +123,13 @@ def regrade_command(
         str | None, typer.Option("--compare-fingerprint", help="Also compare with this earlier fingerprint.")
     ] = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Store tenant the grades belong to.")] = "local",
+    expbench_out: Annotated[Path | None, typer.Option(
+        "--expbench-out", help="Also write EXP-Bench judge files (outputs/evaluation/...) and per-paper tables here."
+    )] = None,
+    only: Annotated[list[str] | None, typer.Option(
+        "--only", help="Regrade a subset: paper=GLOB, task=GLOB, agent=GLOB, run=GLOB, or flipped[=BASELINE] "
+                       "(runs whose verdict flipped in the previous changes.json in --out); repeatable."
+    )] = None,
 ) -> None:
     """Regrade historic runs: resumable, exactly once per run, cached where unchanged, with a change report.
 
@@ -132,6 +139,7 @@ def regrade_command(
     from judge.gc_tuning import freeze_startup_objects
     from judge.regrade import RegradeOptions, Regrader
     from judge.regrade.export import make_out_dir
+    from judge.regrade.run_filter import parse_only
 
     console = Console()
     if not console.is_terminal:
@@ -140,17 +148,28 @@ def regrade_command(
         if workers not in ("local", "celery"):
             raise InputError("expected local or celery", field="--workers")
         make_out_dir(out)  # a bad --out is a one-line error before any run is read
+        run_filter = parse_only(only or [], out)  # before this regrade rewrites out/changes.json
         options = RegradeOptions(
             paths=paths, out_dir=out, judge=judge, samples=samples, rubric=rubric, tasks_dir=tasks_dir,
             dry_run=dry_run, max_cost=max_cost, concurrency=concurrency, rpm=rpm, tpm=tpm,
             workers="celery" if workers == "celery" else "local", database_url=database_url, api_base=api_base,
-            compare_fingerprint=compare_fingerprint, tenant=tenant,
+            compare_fingerprint=compare_fingerprint, tenant=tenant, run_filter=run_filter,
         )
         bar = RichProgress(console)
         regrader = Regrader(options, progress=bar)
         freeze_startup_objects()  # set-up is done (judge, rubric, imports): what lives now lives to the end
         with bar.progress:
             result = asyncio.run(regrader.run())
+        if run_filter is not None:
+            console.print(f"--only {shown(run_filter.describe())}: {run_filter.kept} of {run_filter.seen} runs")
+        if expbench_out is not None and not dry_run:
+            from judge.regrade.expbench_out import export_regrade
+
+            written = export_regrade(result, out, expbench_out)
+            console.print(f"EXP-Bench judge files: {len(written.files)} under {shown(expbench_out)}; tables "
+                          f"{shown(written.tables['csv'])}, {shown(written.tables['markdown'])}")
+            for skipped in written.skipped:
+                console.print(f"[yellow]no EXP-Bench judge file:[/yellow] {shown(skipped)}", soft_wrap=True)
     if dry_run:
         _print_estimate(result, console)
     _print_summary(result, console)

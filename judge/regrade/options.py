@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -36,6 +37,8 @@ class RegradeOptions:
     tenant: str = "local"
     broker_url: str | None = None
     settings: Settings | None = None
+    # `--only` (judge/regrade/run_filter.py): narrows what discovery found before anything is graded.
+    run_filter: Callable[[Discovery], Discovery] | None = None
 
 
 @dataclass

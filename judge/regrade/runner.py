@@ -97,6 +97,8 @@ class Regrader:
         options = self.options
         tasks_dir = options.tasks_dir or DEFAULT_TASKS_DIR
         discovery = discover(options.paths, tasks_dir)
+        if options.run_filter is not None:  # --only
+            discovery = options.run_filter(discovery)
         runs = discovery.runs
         for ref in runs:
             task_hash = discovery.tasks.task_hash(ref.task_key)

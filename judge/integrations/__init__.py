@@ -1,0 +1,1 @@
+"""Adapters to other evaluation harnesses (optional extras; each module imports its harness)."""
