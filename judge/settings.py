@@ -38,6 +38,11 @@ class Settings(BaseSettings):
     llm_token_budget: int = Field(default=6000, ge=500, description="Prompt tokens per LLM call before leaves split.")
     auth_enabled: bool = True
     max_body_bytes: int = 20 * 1024 * 1024
+    review_session_hours: float = Field(default=12.0, gt=0, description="A review session ends this long after login.")
+    review_idle_minutes: float = Field(default=60.0, gt=0, description="... or after this long without a request.")
+    review_cookie_secure: bool | None = Field(
+        default=None, description="Mark the review cookie Secure; None: when the request came over https."
+    )
 
 
 @lru_cache(maxsize=1)

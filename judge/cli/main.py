@@ -16,6 +16,7 @@ def _register_commands() -> None:
         db_cmd,  # noqa: F401
         grade_cmd,  # noqa: F401
         keys_cmd,  # noqa: F401
+        labels_cmd,  # noqa: F401
         local_llm_cmd,  # noqa: F401
         process_cmd,  # noqa: F401
         regrade_cmd,  # noqa: F401

@@ -12,6 +12,7 @@ from sqlalchemy import insert, select, update
 from judge.errors import InputError
 from judge.store.clock import as_utc, utcnow
 from judge.store.records import ApiKeyRecord
+from judge.store.review_records import ROLES, KeyIdentity, Role
 from judge.store.tables import ApiKeyRow
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ def _record(row: Any) -> ApiKeyRecord:
         name=row.name,
         created_at=as_utc(row.created_at),
         revoked_at=as_utc(row.revoked_at) if row.revoked_at else None,
+        role=row.role,
     )
 
 
@@ -41,17 +43,28 @@ class ApiKeyStore:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def create(self, tenant: str, name: str | None = None) -> tuple[ApiKeyRecord, str]:
+    async def create(self, tenant: str, name: str | None = None, role: Role = "grader") -> tuple[ApiKeyRecord, str]:
         """A new key for `tenant`.
+
+        Args:
+            tenant: The tenant the key acts for.
+            name: A note to recognise the key by; a reviewer's name is the rater id of its labels.
+            role: grader (grading API), reviewer (also labels and the review pages) or admin.
 
         Returns:
             The key's record and its secret, ``ejk_<key id>_<random>``; only the hash is stored.
         """
         if not tenant or not tenant.strip() or len(tenant) > 128:
             raise InputError("a tenant is 1 to 128 characters", field="tenant")
+        if role not in ROLES:
+            raise InputError(f"unknown role {role!r} (use {', '.join(ROLES)})", field="role")
+        if name is not None and (len(name) > 256 or "\x00" in name):
+            raise InputError("a key name is at most 256 characters, without NUL", field="name")
         key_id = secrets.token_hex(6)
         secret = f"{KEY_PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
-        record = ApiKeyRecord(key_id=key_id, tenant=tenant, name=name, created_at=utcnow(), revoked_at=None)
+        record = ApiKeyRecord(
+            key_id=key_id, tenant=tenant, name=name, created_at=utcnow(), revoked_at=None, role=role
+        )
         statement = insert(ApiKeyRow).values(**record.model_dump(), key_hash=hash_key(secret))
         await self._store.run_write(lambda c: c.execute(statement))
         return record, secret
@@ -67,6 +80,17 @@ class ApiKeyStore:
         if row is None or not hmac.compare_digest(row[0], digest):
             return None
         return str(row[1])
+
+    async def identify(self, secret: str) -> KeyIdentity | None:
+        """Who a valid, unrevoked key is: tenant, role, key id and rater id; None otherwise."""
+        digest = hash_key(secret)
+        query = select(ApiKeyRow.key_hash, ApiKeyRow.tenant, ApiKeyRow.role, ApiKeyRow.key_id, ApiKeyRow.name).where(
+            ApiKeyRow.key_hash == digest, ApiKeyRow.revoked_at.is_(None)
+        )
+        row = await self._store.run_read(lambda c: c.execute(query).one_or_none())
+        if row is None or not hmac.compare_digest(row[0], digest):
+            return None
+        return KeyIdentity(tenant=row.tenant, role=row.role, key_id=row.key_id, rater_id=row.name or row.key_id)
 
     async def revoke(self, key_id: str) -> bool:
         """Revoke a key; False when no unrevoked key has that id."""

@@ -27,8 +27,11 @@ from judge.store.api_keys import ApiKeyStore
 from judge.store.calibrations import CalibrationStore
 from judge.store.grades import GradeStore
 from judge.store.jobs import JobStore
+from judge.store.labels import LabelStore
 from judge.store.migrate import upgrade_on
 from judge.store.response_cache import StoreResponseCache
+from judge.store.review_queries import ReviewQueries
+from judge.store.review_sessions import SessionStore
 from judge.store.sqlite_writer import SqliteWriter, add_sqlite_listeners
 
 log = logging.getLogger(__name__)
@@ -79,6 +82,9 @@ class Store:
         self.jobs = JobStore(self)
         self.api_keys = ApiKeyStore(self)
         self.calibrations = CalibrationStore(self)
+        self.labels = LabelStore(self)
+        self.review = ReviewQueries(self)
+        self.review_sessions = SessionStore(self)
 
     async def run_read(self, fn: Callable[[Connection], T]) -> T:
         """Run `fn(connection)` for reading."""

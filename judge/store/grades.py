@@ -14,6 +14,7 @@ from judge.models import Grade
 from judge.store.clock import as_utc, utcnow
 from judge.store.dialects import insert_ignoring, upsert
 from judge.store.records import GradeFilter, GradePage, GradeSummary, SavedGrade
+from judge.store.review_index import grade_leaf_rows, insert_leaf_rows, leaf_rows
 from judge.store.tables import GradeCacheRow, GradeRow
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def save_grade(
     statement = insert_ignoring(connection.dialect.name, GradeRow, values, ["tenant", "run_key"])
     inserted = connection.execute(statement.returning(GradeRow.grade_id)).scalar_one_or_none()
     if inserted is not None:
+        insert_leaf_rows(connection, grade_leaf_rows(tenant, grade))
         return SavedGrade(grade_id=inserted, created=True)
     existing = connection.execute(
         select(GradeRow.grade_id).where(GradeRow.tenant == tenant, GradeRow.run_key == run_key)
@@ -284,6 +286,11 @@ class GradeStore:
                     GradeRow.tenant == tenant, GradeRow.run_key.in_(keys[start : start + BULK_CHUNK])
                 )
                 stored.update({key: grade_id for key, grade_id in connection.execute(query).all()})
+            insert_leaf_rows(connection, [
+                leaf for row, (_key, grade, _text) in zip(rows, items, strict=True)
+                if stored[row["run_key"]] == row["grade_id"]
+                for leaf in leaf_rows(tenant, row["grade_id"], row["task_id"], fingerprint_digest, grade["leaves"])
+            ])
             return [SavedGrade(grade_id=stored[row["run_key"]], created=stored[row["run_key"]] == row["grade_id"])
                     for row in rows]
 

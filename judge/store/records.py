@@ -123,6 +123,7 @@ class ApiKeyRecord(BaseModel):
     name: str | None
     created_at: datetime
     revoked_at: datetime | None
+    role: str = "grader"
 
 
 class CalibrationRecord(BaseModel):

@@ -173,3 +173,105 @@ class ApiKeyRow(Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # grader (grading API), reviewer (labels and review pages) or admin; keys made before roles are graders.
+    role: Mapped[str] = mapped_column(String(16), default="grader", server_default="grader")
+
+
+
+class ReviewLeafRow(Base):
+    """One leaf of a stored grade, indexed for the review pages (written with the grade, in its transaction).
+
+    The judge's verdict is copied here once and never changes; the label counts are kept up to date by
+    every label write, so listings filter and the queue orders by them in SQL. `conf_key` is the
+    confidence with unscored leaves at -1 and `dis_rank` is minus the disagreement, so both queue orders
+    are plain ascending keyset scans.
+    """
+
+    __tablename__ = "review_leaves"
+    __table_args__ = (
+        UniqueConstraint("grade_id", "leaf_id", name="uq_review_leaves_grade_id_leaf_id"),
+        Index("ix_review_leaves_confidence", "tenant", "conf_key", "grade_id", "position"),
+        Index("ix_review_leaves_disagreement", "tenant", "dis_rank", "conf_key", "grade_id", "position"),
+    )
+
+    grade_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(128))
+    leaf_id: Mapped[str] = mapped_column(String(256))
+    template_id: Mapped[str] = mapped_column(String(128))
+    stage: Mapped[str] = mapped_column(String(32))
+    verdict: Mapped[str] = mapped_column(String(16))
+    judge_label: Mapped[str | None] = mapped_column(String(32))
+    confidence: Mapped[float | None] = mapped_column(Float)
+    conf_key: Mapped[float] = mapped_column(Float)
+    task_id: Mapped[str] = mapped_column(String(512))
+    fingerprint_digest: Mapped[str] = mapped_column(String(32))
+    n_labels: Mapped[int] = mapped_column(Integer, default=0)
+    n_disagree: Mapped[int] = mapped_column(Integer, default=0)
+    raters_split: Mapped[bool] = mapped_column(Boolean, default=False)
+    dis_rank: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class LabelRow(Base):
+    """A rater's current label of one leaf of one grade; the judge's verdict stays in the grade, untouched."""
+
+    __tablename__ = "labels"
+    __table_args__ = (
+        UniqueConstraint("tenant", "grade_id", "leaf_id", "rater_id", name="uq_labels_tenant_grade_leaf_rater"),
+        Index("ix_labels_tenant_fingerprint", "tenant", "fingerprint_digest"),
+    )
+
+    label_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    tenant: Mapped[str] = mapped_column(String(128))
+    grade_id: Mapped[str] = mapped_column(String(64))
+    leaf_id: Mapped[str] = mapped_column(String(256))
+    rater_id: Mapped[str] = mapped_column(String(256))
+    key_id: Mapped[str] = mapped_column(String(32))
+    item_id: Mapped[str] = mapped_column(String(512))
+    task_id: Mapped[str] = mapped_column(String(512))
+    stage: Mapped[str] = mapped_column(String(32))
+    fingerprint_digest: Mapped[str] = mapped_column(String(32))
+    label: Mapped[str] = mapped_column(String(32))
+    note: Mapped[str | None] = mapped_column(Text)
+    judge_verdict: Mapped[str] = mapped_column(String(16))
+    judge_label: Mapped[str | None] = mapped_column(String(32))
+    version: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class LabelEventRow(Base):
+    """The audit trail: one row per label given or changed. Append-only (a trigger refuses UPDATE and DELETE)."""
+
+    __tablename__ = "label_events"
+    __table_args__ = (Index("ix_label_events_leaf", "tenant", "grade_id", "leaf_id"),)
+
+    event_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    tenant: Mapped[str] = mapped_column(String(128))
+    grade_id: Mapped[str] = mapped_column(String(64))
+    leaf_id: Mapped[str] = mapped_column(String(256))
+    rater_id: Mapped[str] = mapped_column(String(256))
+    key_id: Mapped[str] = mapped_column(String(32))
+    version: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(32))
+    note: Mapped[str | None] = mapped_column(Text)
+    previous_label: Mapped[str | None] = mapped_column(String(32))
+    previous_note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ReviewSessionRow(Base):
+    """A browser session of the review pages: only the sha256 of its cookie is stored."""
+
+    __tablename__ = "review_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(32), unique=True)
+    tenant: Mapped[str] = mapped_column(String(128))
+    key_id: Mapped[str] = mapped_column(String(32), index=True)
+    rater_id: Mapped[str] = mapped_column(String(256))
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

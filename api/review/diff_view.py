@@ -1,0 +1,202 @@
+"""Diff evidence as a reviewer reads it: the hunk a quote came from, file, line numbers, quoted lines marked.
+
+The review pages only display diffs, so the parser here is deliberately forgiving (it never raises): it
+reads `+++` file headers, `@@ -a,b +c,d @@` hunk headers and the hunk lines after them, and ignores the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# Context shown around the quoted lines, and the most lines one piece of evidence shows.
+CONTEXT_LINES = 3
+MAX_SHOWN_LINES = 120
+
+
+@dataclass
+class DiffLine:
+    """One line of a hunk as shown: old and new line numbers, its kind (+, -, space, \\) and text."""
+
+    old: int | None
+    new: int | None
+    kind: str
+    text: str
+    quoted: bool = False
+
+
+@dataclass
+class Hunk:
+    """A hunk of one file."""
+
+    path: str
+    header: str
+    lines: list[DiffLine] = field(default_factory=list)
+
+
+@dataclass
+class DiffExcerpt:
+    """What one diff quote shows: the file, the hunk header, the lines, and whether it was found in the diff."""
+
+    path: str
+    header: str
+    lines: list[DiffLine]
+    located: bool
+    skipped_before: int = 0
+    skipped_after: int = 0
+
+
+def _path_of(header_line: str) -> str:
+    path = header_line[4:].split("\t", 1)[0].strip()
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def parse_hunks(diff: str) -> list[Hunk]:
+    """Every hunk of a unified diff, with old/new line numbers; anything unreadable is skipped."""
+    hunks: list[Hunk] = []
+    path = old_path = ""
+    current: Hunk | None = None
+    old = new = 0
+    for raw in diff.splitlines():
+        if raw.startswith("--- ") and (current is None or not _continues(raw, current)):
+            old_path, current = _path_of(raw), None
+            continue
+        if raw.startswith("+++ ") and (current is None or not _continues(raw, current)):
+            path, current = _path_of(raw), None
+            if path == "/dev/null":
+                path = old_path
+            continue
+        match = _HUNK.match(raw)
+        if match:
+            old, new = int(match.group(1)), int(match.group(3))
+            current = Hunk(path=path, header=match.group(0))
+            hunks.append(current)
+            continue
+        if current is None or not raw or raw[0] not in " +-\\":
+            if current is not None and not raw and _continues(raw, current):  # a context line lost its space
+                current.lines.append(DiffLine(old, new, " ", ""))
+                old, new = old + 1, new + 1
+            continue
+        kind, text = raw[0], raw[1:]
+        if kind == "+":
+            current.lines.append(DiffLine(None, new, kind, text))
+            new += 1
+        elif kind == "-":
+            current.lines.append(DiffLine(old, None, kind, text))
+            old += 1
+        elif kind == " ":
+            current.lines.append(DiffLine(old, new, kind, text))
+            old, new = old + 1, new + 1
+        else:
+            current.lines.append(DiffLine(None, None, kind, text))
+    return hunks
+
+
+def _continues(raw: str, hunk: Hunk) -> bool:
+    """A '--- x' or '+++ x' line inside a hunk is a removed '-- x' or added '++ x' line, not a file header."""
+    header = _HUNK.match(hunk.header)
+    if header is None:
+        return False
+    old_len = int(header.group(2) or 1)
+    new_len = int(header.group(4) or 1)
+    olds = sum(1 for line in hunk.lines if line.kind in " -")
+    news = sum(1 for line in hunk.lines if line.kind in " +")
+    return olds < old_len or news < new_len
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _quote_lines(quote: str) -> list[str]:
+    """A quote's lines, without diff prefixes, whitespace-normalised, blank lines dropped."""
+    out = []
+    for line in quote.splitlines():
+        if line.startswith("@@"):
+            continue
+        body = line[1:] if line[:1] in ("+", "-", " ") else line
+        if _norm(body):
+            out.append(_norm(body))
+    return out
+
+
+class DiffIndex:
+    """A diff's hunks with every non-blank line indexed by its normalised text, so a quote is found in O(its lines).
+
+    Args:
+        diff: The unified diff text.
+    """
+
+    def __init__(self, diff: str) -> None:
+        self.hunks = parse_hunks(diff)
+        # Per hunk: (line index, normalised text) of its non-blank lines; and text -> [(hunk, position)].
+        self._texts: list[list[tuple[int, str]]] = []
+        self._where: dict[str, list[tuple[int, int]]] = {}
+        for h, hunk in enumerate(self.hunks):
+            texts = [(i, _norm(line.text)) for i, line in enumerate(hunk.lines) if line.text.strip()]
+            self._texts.append(texts)
+            for position, (_i, text) in enumerate(texts):
+                self._where.setdefault(text, []).append((h, position))
+
+    def locate(self, quote: str, location: str | None) -> DiffExcerpt | None:
+        """The hunk window where `quote` stands, quoted lines marked; None when it is not in the diff.
+
+        Where the quote's lines occur more than once, the occurrence in the quote's own file (from
+        `location`, "<path> @@ ... @@") wins.
+        """
+        wanted = _quote_lines(quote)
+        if not wanted:
+            return None
+        path, _header = _split_location(location)
+        found: list[tuple[int, list[int]]] = []
+        for h, position in self._where.get(wanted[0], []):
+            texts = self._texts[h]
+            run = texts[position : position + len(wanted)]
+            if [text for _i, text in run] == wanted:
+                found.append((h, [i for i, _text in run]))
+        if not found:
+            return None
+        h, hits = next(((h, hits) for h, hits in found if _same_file(path, self.hunks[h].path)), found[0])
+        return _window(self.hunks[h], hits)
+
+
+def _split_location(location: str | None) -> tuple[str, str]:
+    text = (location or "").strip()
+    at = text.find("@@")
+    return (text, "") if at < 0 else (text[:at].strip(), text[at:].strip())
+
+
+def _same_file(location_path: str, hunk_path: str) -> bool:
+    if not location_path:
+        return True
+    a, b = location_path.strip("/"), hunk_path.strip("/")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _window(hunk: Hunk, hits: list[int]) -> DiffExcerpt:
+    first, last = min(hits), max(hits)
+    start = max(0, first - CONTEXT_LINES)
+    stop = min(len(hunk.lines), max(last + CONTEXT_LINES + 1, start + 1), start + MAX_SHOWN_LINES)
+    marked = set(hits)
+    shown = [DiffLine(line.old, line.new, line.kind, line.text, quoted=i in marked)
+             for i, line in enumerate(hunk.lines[start:stop], start)]
+    return DiffExcerpt(path=hunk.path, header=hunk.header, lines=shown, located=True, skipped_before=start,
+                       skipped_after=len(hunk.lines) - stop)
+
+
+def quote_only(quote: str, location: str | None) -> DiffExcerpt:
+    """A diff quote shown on its own (no diff to look it up in): numbered from its hunk header when it has one."""
+    path, header = _split_location(location)
+    match = _HUNK.match(header)
+    old, new = (int(match.group(1)), int(match.group(3))) if match else (0, 0)
+    lines: list[DiffLine] = []
+    for raw in quote.splitlines()[:MAX_SHOWN_LINES]:
+        kind = raw[:1] if raw[:1] in ("+", "-", " ") else " "
+        text = raw[1:] if raw[:1] in ("+", "-", " ") else raw
+        line = DiffLine(old if kind != "+" and match else None, new if kind != "-" and match else None, kind, text,
+                        quoted=True)
+        old += kind != "+"
+        new += kind != "-"
+        lines.append(line)
+    return DiffExcerpt(path=path, header=header, lines=lines, located=False)

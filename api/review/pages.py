@@ -1,0 +1,223 @@
+"""The review pages: grades listing, one grade with its leaves and evidence, the labelling queue, calibration.
+
+Every page needs a live review session (else: to the login page) and shows only the session's tenant: a
+grade of another tenant is answered 404 exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from api.deps import Service, ServiceDep
+from api.review.auth import COOKIE_PATH, Viewer, current_viewer
+from api.review.diff_view import DiffIndex
+from api.review.html import message_page, page, query, secure
+from api.review.session_routes import LOGIN_PATH, redirect
+from api.review.views import LEAF_KEYS, leaf_views, stage_groups
+from judge.errors import InputError
+from judge.models import Grade
+from judge.store.labels import GradeLabels, visible_labels
+from judge.store.review_context import submission_for_grade
+from judge.store.review_records import ReviewFilter
+
+router = APIRouter(include_in_schema=False)
+GRADES_PAGE = 50
+QUEUE_PAGE = 20
+# Parsed grades and indexed diffs of recently viewed grades: a reviewer pages through the same grades many
+# times, and a stored grade never changes, so neither goes stale.
+_DIFF_CACHE: OrderedDict[tuple[str, str], DiffIndex | None] = OrderedDict()
+_DIFF_CACHE_SIZE = 16
+_GRADE_CACHE: OrderedDict[tuple[str, str], Grade] = OrderedDict()
+_GRADE_CACHE_LEAVES = 20_000  # the cache holds at most this many leaves in all
+
+Text = Annotated[str | None, Query(max_length=512)]
+
+
+async def _viewer_or_login(request: Request, service: Service) -> Viewer | Response:
+    viewer = await current_viewer(request, service)
+    if viewer is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return redirect(LOGIN_PATH + query(next=target))
+    return viewer
+
+
+async def diff_for(service: Service, tenant: str, grade_id: str) -> DiffIndex | None:
+    """The diff a grade was made from, indexed, when its job still holds the submission (cached)."""
+    key = (tenant, grade_id)
+    if key in _DIFF_CACHE:
+        _DIFF_CACHE.move_to_end(key)
+        return _DIFF_CACHE[key]
+    submission = await submission_for_grade(service.store, tenant, grade_id)
+    diff = submission.get("diff") if submission else None
+    index = await asyncio.to_thread(DiffIndex, diff) if isinstance(diff, str) and diff else None
+    _DIFF_CACHE[key] = index
+    while len(_DIFF_CACHE) > _DIFF_CACHE_SIZE:
+        _DIFF_CACHE.popitem(last=False)
+    return index
+
+
+async def grades_for(service: Service, tenant: str, grade_ids: set[str]) -> dict[str, Grade]:
+    """The tenant's grades among `grade_ids`, parsed (from the cache when seen lately)."""
+    found = {gid: _GRADE_CACHE[(tenant, gid)] for gid in grade_ids if (tenant, gid) in _GRADE_CACHE}
+    for gid in found:
+        _GRADE_CACHE.move_to_end((tenant, gid))
+    missing = grade_ids - found.keys()
+    if missing:
+        for gid, text in (await service.store.review.grades_json(tenant, missing)).items():
+            found[gid] = _GRADE_CACHE[(tenant, gid)] = await asyncio.to_thread(Grade.model_validate_json, text)
+        total = sum(len(grade.leaves) for grade in _GRADE_CACHE.values())
+        while total > _GRADE_CACHE_LEAVES and len(_GRADE_CACHE) > 1:
+            total -= len(_GRADE_CACHE.popitem(last=False)[1].leaves)
+    return found
+
+
+def _bad_request(viewer: Viewer, exc: InputError) -> Response:
+    return message_page(400, "Bad request", f"{exc.field}: {exc.message}", viewer=viewer)
+
+
+@router.get(f"{COOKIE_PATH}/grades")
+async def grades_page(
+    request: Request,
+    service: ServiceDep,
+    task: Text = None,
+    paper: Text = None,
+    agent: Text = None,
+    fingerprint: Text = None,
+    stage: Text = None,
+    verdict: Text = None,
+    labelled: Literal["", "yes", "no"] = "",
+    disagreement: bool = False,
+    cursor: Text = None,
+) -> Response:
+    """The tenant's grades, newest first, filtered and paged in SQL."""
+    viewer = await _viewer_or_login(request, service)
+    if not isinstance(viewer, Viewer):
+        return viewer
+    filters = ReviewFilter(task_id=task or None, paper=paper or None, agent=agent or None,
+                           fingerprint=fingerprint or None, stage=stage or None, verdict=verdict or None,
+                           labelled={"yes": True, "no": False}.get(labelled), disagreement=disagreement)
+    try:
+        listing = await service.store.review.list_grades(viewer.identity.tenant, filters, limit=GRADES_PAGE,
+                                                         cursor=cursor or None)
+    except InputError as exc:
+        return _bad_request(viewer, exc)
+    params = {"task": task, "paper": paper, "agent": agent, "fingerprint": fingerprint, "stage": stage,
+              "verdict": verdict, "labelled": labelled, "disagreement": disagreement}
+    next_url = (f"{COOKIE_PATH}/grades" + query(**params, cursor=listing.next_cursor)
+                if listing.next_cursor else None)
+    return page("grades.html", viewer=viewer, page_name="grades", listing=listing, params=params,
+                next_url=next_url, paged=bool(cursor))
+
+
+@router.get(f"{COOKIE_PATH}/grades/{{grade_id}}")
+async def grade_page(request: Request, grade_id: str, service: ServiceDep) -> Response:
+    """One grade: stage scores, EXP-Bench metrics, and every leaf with its evidence, verdict and labels."""
+    viewer = await _viewer_or_login(request, service)
+    if not isinstance(viewer, Viewer):
+        return viewer
+    tenant = viewer.identity.tenant
+    grade = (await grades_for(service, tenant, {grade_id})).get(grade_id)
+    if grade is None:
+        return message_page(404, "Not found", f"There is no grade {grade_id!r}.", viewer=viewer)
+    labels, diff, (newer, older), calibration = await asyncio.gather(
+        service.store.labels.visible_for_grade(viewer.identity, grade_id),
+        diff_for(service, tenant, grade_id),
+        service.store.review.neighbours(tenant, grade_id),
+        service.store.calibrations.status_for(grade.fingerprint.digest, tenant),
+    )
+    views = leaf_views(grade, labels, diff)
+    return page("grade.html", viewer=viewer, page_name="grade", grade=grade, groups=stage_groups(views),
+                n_leaves=len(views), n_mine=len(labels.mine), diff_available=diff is not None,
+                newer=newer, older=older, calibration=calibration, keys=LEAF_KEYS,
+                back=f"{COOKIE_PATH}/grades/{grade_id}")
+
+
+@router.get(f"{COOKIE_PATH}/queue")
+async def queue_page(
+    request: Request,
+    service: ServiceDep,
+    order: Literal["confidence", "disagreement"] = "confidence",
+    cursor: Text = None,
+    unscored: bool = False,
+) -> Response:
+    """Leaves this reviewer has not labelled, lowest judge confidence (or most disagreement) first, paged."""
+    viewer = await _viewer_or_login(request, service)
+    if not isinstance(viewer, Viewer):
+        return viewer
+    tenant = viewer.identity.tenant
+    try:
+        queue = await service.store.review.queue(viewer.identity, order=order, limit=QUEUE_PAGE,
+                                                 cursor=cursor or None, include_unscored=unscored)
+    except InputError as exc:
+        return _bad_request(viewer, exc)
+    grades = await grades_for(service, tenant, {item.grade_id for item in queue.items})
+    all_labels = {gid: await service.store.labels.of_grade(tenant, gid) for gid in grades}
+    diffs = {gid: await diff_for(service, tenant, gid) for gid in grades}
+    views: list[Any] = []
+    for item in queue.items:
+        grade = grades.get(item.grade_id)
+        if grade is None:  # pragma: no cover - an indexed leaf always has its grade
+            continue
+        seen: GradeLabels = visible_labels(viewer.identity, all_labels[item.grade_id])
+        views.extend((grade, view) for view in leaf_views(grade, seen, diffs[item.grade_id], {item.leaf_id}))
+    next_url = (f"{COOKIE_PATH}/queue" + query(order=order, unscored=unscored, cursor=queue.next_cursor)
+                if queue.next_cursor else None)
+    return page("queue.html", viewer=viewer, page_name="queue", items=views, total=queue.total, order=order,
+                unscored=unscored, next_url=next_url, paged=bool(cursor), keys=LEAF_KEYS,
+                back=f"{COOKIE_PATH}/queue" + query(order=order, unscored=unscored, cursor=cursor))
+
+
+@router.get(f"{COOKIE_PATH}/grades/{{grade_id}}/leaves/{{leaf_id}}/history")
+async def history_page(request: Request, grade_id: str, leaf_id: str, service: ServiceDep) -> Response:
+    """The audit trail of one leaf's labels (other raters' entries once the viewer has labelled it)."""
+    viewer = await _viewer_or_login(request, service)
+    if not isinstance(viewer, Viewer):
+        return viewer
+    grade = (await grades_for(service, viewer.identity.tenant, {grade_id})).get(grade_id)
+    if grade is None or all(leaf.leaf_id != leaf_id for leaf in grade.leaves):
+        return message_page(404, "Not found", f"There is no grade {grade_id!r} with a leaf {leaf_id!r}.",
+                            viewer=viewer)
+    events = await service.store.labels.history(viewer.identity, grade_id, leaf_id)
+    return page("history.html", viewer=viewer, page_name="history", grade=grade, leaf=grade.leaf(leaf_id),
+                events=events)
+
+
+@router.get(f"{COOKIE_PATH}/calibration")
+async def calibration_page(request: Request, service: ServiceDep) -> Response:
+    """Stored calibration runs this tenant sees, label counts per fingerprint, and how to calibrate on them."""
+    viewer = await _viewer_or_login(request, service)
+    if not isinstance(viewer, Viewer):
+        return viewer
+    tenant = viewer.identity.tenant
+    runs, fingerprints, stats, raters = await asyncio.gather(
+        service.store.calibrations.list_runs(None, tenant, limit=200),
+        service.store.labels.by_fingerprint(tenant),
+        service.store.review.leaf_stats(tenant),
+        service.store.labels.counts_by_rater(tenant),
+    )
+    return page("calibration.html", viewer=viewer, page_name="calibration", runs=runs, fingerprints=fingerprints,
+                stats=stats, raters=sorted(raters.items()), tenant=tenant)
+
+
+@router.get(f"{COOKIE_PATH}/labels.jsonl")
+async def export_labels(request: Request, service: ServiceDep, fingerprint: Text = None) -> Response:
+    """The tenant's labels as labels JSONL (admins only: it shows every rater's labels)."""
+    viewer = await _viewer_or_login(request, service)
+    if not isinstance(viewer, Viewer):
+        return viewer
+    if not viewer.identity.sees_all_labels:
+        return message_page(403, "Refused", "Exporting every rater's labels needs an admin key.", viewer=viewer)
+    from calibration.store_labels import labels_jsonl, read_store_labels
+
+    try:
+        label_set = await read_store_labels(service.store, viewer.identity.tenant, fingerprint or None)
+    except InputError as exc:
+        return message_page(404, "No labels", exc.message, viewer=viewer)
+    response = Response(labels_jsonl(label_set), media_type="application/x-ndjson",
+                        headers={"Content-Disposition": 'attachment; filename="labels.jsonl"'})
+    return secure(response)

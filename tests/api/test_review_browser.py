@@ -1,0 +1,221 @@
+"""The review pages in a real Chromium against a real `expjudge serve` on loopback, driven by the keyboard.
+
+Skips (with the reason) only when Chromium, chromedriver or selenium is not installed. Saves the
+screenshots docs/img/review-grade.png and docs/img/review-queue.png.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from judge.devtools.local_services import expjudge_command, offline_env, start_service
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "grade_request.json"
+SCREENSHOTS = REPO / "docs" / "img"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+# One hunk more than the bundled example: it implements the task's requirement 0, so that requirement's
+# leaf cites diff evidence (the bundled diff implements no requirement, so no requirement leaf cites any).
+REQUIREMENT_HUNK = """diff --git a/sim_inference.py b/sim_inference.py
+--- a/sim_inference.py
++++ b/sim_inference.py
+@@ -126,2 +126,6 @@ def main(args):
+     parser = build_parser()
++    # Load the pre-trained molecular dynamics generative model from its checkpoint file
++    model = MDGenModel.load_from_checkpoint(args.sim_ckpt)
++    model.eval()
++    model.to(device)
+     trajectories = []
+"""
+
+
+def _missing() -> str | None:
+    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
+        return "chromium is not installed (apt-get install -y chromium chromium-driver)"
+    if not (Path(CHROMEDRIVER).exists() or shutil.which("chromedriver")):
+        return "chromedriver is not installed (apt-get install -y chromium-driver)"
+    if importlib.util.find_spec("selenium") is None:
+        return "selenium is not installed (pip install selenium)"
+    return None
+
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
+
+
+def cli(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([*expjudge_command(), *args], env=env, capture_output=True, text=True, timeout=180,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[0]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """`expjudge serve` on SQLite with a grading key, two reviewer keys, and two grades of the bundled example."""
+    root = tmp_path_factory.mktemp("review-browser")
+    env = offline_env(EXPJUDGE_DATABASE_URL=f"sqlite+aiosqlite:///{root / 'expjudge.db'}", EXPJUDGE_AUTH_ENABLED="true")
+    keys = {"grader": cli(env, "keys", "create", "--tenant", "lab", "--name", "harness"),
+            "ann": cli(env, "keys", "create", "--tenant", "lab", "--role", "reviewer", "--name", "ann"),
+            "bob": cli(env, "keys", "create", "--tenant", "lab", "--role", "reviewer", "--name", "bob")}
+    child, base = start_service(root, env)
+    try:
+        example = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+        extended = copy.deepcopy(example)
+        extended["submission"]["diff"] = example["submission"]["diff"].rstrip("\n") + "\n" + REQUIREMENT_HUNK
+        extended["submission"]["submission_id"] += "-with-requirement-0"
+        grades = []
+        with httpx.Client(base_url=base, headers={"X-API-Key": keys["grader"]}, timeout=300) as client:
+            for body in (example, extended):
+                response = client.post("/v1/grade", json=body)
+                assert response.status_code == 200, response.text
+                grades.append(response.json())
+        yield {"base": base, "keys": keys, "example": grades[0], "extended": grades[1]}
+    finally:
+        child.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as ChromeService
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1280,1000",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=ChromeService(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def log_in(driver: Any, base: str, key: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.delete_all_cookies()
+    driver.get(f"{base}/review/login")
+    driver.find_element(By.ID, "api_key").send_keys(key)
+    driver.find_element(By.ID, "login").click()
+    wait_for(lambda: driver.current_url.endswith("/review/grades"), "the grades page after logging in")
+
+
+def press(driver: Any, *keys: str) -> None:
+    """Type keys into whatever has the focus, one at a time, as a person would."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    for key in keys:
+        ActionChains(driver).send_keys(key).perform()
+        time.sleep(0.05)
+
+
+def settled(driver: Any, labelled: int) -> bool:
+    pending = driver.execute_script("return document.body.dataset.pending || '0'")
+    return pending == "0" and len(driver.find_elements("css selector", "section.leaf.labelled")) >= labelled
+
+
+def my_labels(driver: Any) -> dict[str, str]:
+    found = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.leaf')).filter(s => s.dataset.mine)"
+        ".map(s => [s.dataset.leaf, s.dataset.mine, s.querySelector('.mine').textContent])")
+    return {leaf: f"{label}|{text}" for leaf, label, text in found}
+
+
+def test_two_reviewers_label_by_keyboard_and_the_evidence_is_highlighted(served: dict[str, Any], browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    base, keys = served["base"], served["keys"]
+    example = served["example"]
+    log_in(browser, base, keys["ann"])
+    assert "lab" in browser.find_element(By.CSS_SELECTOR, ".who").text
+    assert example["task_id"] in browser.page_source
+
+    # The bundled example's grade: five leaves labelled with the keyboard only (one with a note).
+    browser.get(f"{base}/review/grades/{example['grade_id']}")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "review.js")
+    leaves = browser.find_elements(By.CSS_SELECTOR, "section.leaf")
+    assert [leaf.get_attribute("data-leaf") for leaf in leaves] == [leaf["leaf_id"] for leaf in example["leaves"]]
+    press(browser, "p", "f", "a", "r", "j", "n")
+    browser.switch_to.active_element.send_keys("values not given")
+    press(browser, "\ue007", "p")  # Enter keeps the note, p labels the leaf with it
+    wait_for(lambda: settled(browser, 5), "five saved labels")
+    expected = {"design_variable.0": "pass", "design_variable.1": "fail", "design_variable.2": "fail",
+                "design_variable.3": "partial", "design_variable.5": "pass"}
+    browser.refresh()
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "the reloaded page")
+    found = my_labels(browser)
+    assert {leaf: value.split("|")[0] for leaf, value in found.items()} == expected
+    assert "values not given" in found["design_variable.5"]
+    assert browser.find_element(By.ID, "mine-count").text == "5"
+
+    # The requirement leaf of the extended example shows its hunk with the quoted lines highlighted.
+    extended = served["extended"]
+    browser.get(f"{base}/review/grades/{extended['grade_id']}#leaf-requirement.0")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "the grade page")
+    leaf = browser.find_element(By.ID, "leaf-requirement.0")
+    assert "sim_inference.py" in leaf.find_element(By.CSS_SELECTOR, "table.diff caption").text
+    hits = leaf.find_elements(By.CSS_SELECTOR, "table.diff tr.hit")
+    numbers = [row.find_elements(By.CSS_SELECTOR, "td.no")[1].text for row in hits]
+    assert numbers == ["126", "127", "128", "129", "130", "131"]
+    assert "load_from_checkpoint" in " ".join(row.text for row in hits)
+    plain = leaf.find_elements(By.CSS_SELECTOR, "table.diff tr:not(.hit) td.code")
+    marked = hits[1].find_element(By.CSS_SELECTOR, "td.code").value_of_css_property("background-color")
+    assert marked not in ("rgba(0, 0, 0, 0)", *(td.value_of_css_property("background-color") for td in plain))
+    press(browser, "a")  # agree with the judge (pass) on the leaf the link pointed at
+    wait_for(lambda: settled(browser, 1), "the requirement's label")
+    browser.execute_script("document.getElementById('leaf-requirement.0').scrollIntoView({block: 'start'});"
+                           "window.scrollBy(0, -8);")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / "review-grade.png"))
+
+    # A second reviewer sees that ann labelled these leaves, but not how, until giving their own labels.
+    log_in(browser, base, keys["bob"])
+    browser.get(f"{base}/review/grades/{example['grade_id']}")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "bob's page")
+    first = browser.find_element(By.ID, "leaf-design_variable.5")
+    assert "Labelled by 1 other reviewer" in first.text and "values not given" not in browser.page_source
+    press(browser, "p", "p", "f", "r", "j", "f")
+    wait_for(lambda: settled(browser, 5), "bob's five labels")
+    revealed = browser.find_element(By.ID, "leaf-design_variable.5").find_element(By.CSS_SELECTOR, ".others").text
+    assert "ann: pass" in revealed and "values not given" in revealed
+    browser.refresh()
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "bob's reloaded page")
+    assert {leaf: value.split("|")[0] for leaf, value in my_labels(browser).items()} == {
+        "design_variable.0": "pass", "design_variable.1": "pass", "design_variable.2": "fail",
+        "design_variable.3": "partial", "design_variable.5": "fail"}
+
+    # The queue: lowest confidence first, bob's labelled leaves gone from it, paged.
+    browser.get(f"{base}/review/queue")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "the queue")
+    queued = {(leaf.get_attribute("data-grade"), leaf.get_attribute("data-leaf"))
+              for leaf in browser.find_elements(By.CSS_SELECTOR, "section.leaf")}
+    assert len(queued) == 20 and not queued & {(example["grade_id"], leaf) for leaf in expected}
+    assert browser.find_element(By.CSS_SELECTOR, "a[rel=next]").text.startswith("next page")
+    confidences = [float(c.text.split()[-1]) for c in browser.find_elements(By.CSS_SELECTOR, "section.leaf .conf")]
+    assert confidences == sorted(confidences)
+    browser.save_screenshot(str(SCREENSHOTS / "review-queue.png"))
