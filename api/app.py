@@ -12,6 +12,7 @@ import judge
 from api.deps import LOCAL_TENANT, Service
 from api.errors import install_error_handlers
 from api.middleware import BodySizeLimit, HttpMetrics
+from api.review import install_review
 from api.routes import grades, grading, jobs, meta, process
 from judge.gc_tuning import freeze_startup_objects
 from judge.jobs import GradingRuntime, make_dispatcher, runner_id
@@ -68,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for module in (grading, grades, jobs, meta, process):
         app.include_router(module.router)
+    install_review(app)  # /review pages and the labels API
     # Added last = outermost: metrics see every request, 413s included.
     app.add_middleware(BodySizeLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(HttpMetrics)
