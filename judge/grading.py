@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import judge
+from judge.checks.outcome_claim import grounding_warnings
 from judge.evidence.builder import EvidenceBuilder
 from judge.evidence.embeddings import Embedder, default_embedder
+from judge.evidence.leak_detection import LeakFinding
 from judge.evidence.submission_view import SubmissionView
 from judge.evidence.types import GradingContext, LeafEvidence
+from judge.ground_truth_leaks import LEAF_FLAG, LEAK_FLAG, copied_leaves, copy_warnings, find_copies, without_copies
 from judge.judges.base import Judge
 from judge.models import (
     CalibrationStatus,
@@ -93,14 +96,15 @@ class PreparedGrade:
     decided: dict[str, LeafResult]
     evidence: list[LeafEvidence]
     context: GradingContext
+    copies: list[LeakFinding] = field(default_factory=list)
 
 
 def _narrowing_warnings(evidence: list[LeafEvidence]) -> list[str]:
     """Say so when a diff was too big to embed whole and a lexical pass chose what was compared."""
     out = []
     for unit, compared_with in (("hunks", "the requirements"), ("windows", "the claims")):
-        narrowed = next((e.facts for e in evidence if e.facts.get(f"_{unit}_embedded", 0)
-                         < e.facts.get(f"_{unit}_in_diff", 0)), None)
+        narrowed = next((e.facts for e in evidence if f"_{unit}_embedded" in e.facts
+                         and e.facts[f"_{unit}_embedded"] < e.facts.get(f"_{unit}_in_diff", 0)), None)
         if narrowed is not None:
             out.append(f"a diff of {narrowed[f'_{unit}_in_diff']} {unit}: a lexical pass chose the "
                        f"{narrowed[f'_{unit}_embedded']} compared with {compared_with} by embedding")
@@ -114,14 +118,19 @@ class Grader:
         rubric: The rubric to expand over each task.
         judge: The judge that decides leaves gates have not decided.
         embedder: Embeddings for alignment (default: the shared offline all-MiniLM-L6-v2).
+        detect_copies: Flag and blank out submission text copied from the hidden ground truth. Off only for
+            synthetic submissions built from the ground truth itself (benchmarks and tests of alignment); a
+            grade made with it off says so in its warnings.
 
     With a store, grade through `judge.grading_service.GradingService`, which adds the grade cache and
     the fingerprint's calibration status.
     """
 
-    def __init__(self, rubric: Rubric, judge: Judge, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, rubric: Rubric, judge: Judge, *, embedder: Embedder | None = None,
+                 detect_copies: bool = True) -> None:
         self.rubric = rubric
         self.judge = judge
+        self.detect_copies = detect_copies
         self.builder = EvidenceBuilder(embedder or default_embedder())
         self.fingerprint = fingerprint_for(rubric, judge, self.builder.embedder)
 
@@ -146,14 +155,17 @@ class Grader:
             MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
         """
         masked = [str(f) for f in task.metadata.get("masked_source", []) or []]
-        view = SubmissionView.build(submission, masked_files=masked)
+        # Text copied from the hidden ground truth is flagged and blanked out before anything aligns to it.
+        copies = await asyncio.to_thread(find_copies, task, submission) if self.detect_copies else []
+        view = SubmissionView.build(without_copies(submission, copies), masked_files=masked)
         leaves = expand_rubric(self.rubric, task)
         decided = self._decide_gates(leaves, view)
         pending = [leaf for leaf in leaves if leaf.id not in decided]
         context = GradingContext(task=task, submission=submission, rubric=self.rubric,
                                  source_texts=view.source_texts())
         evidence = await asyncio.to_thread(self.builder.build, pending, task, view) if pending else []
-        return PreparedGrade(view=view, leaves=leaves, decided=decided, evidence=evidence, context=context)
+        return PreparedGrade(view=view, leaves=leaves, decided=decided, evidence=evidence, context=context,
+                             copies=copies)
 
     async def grade(self, task: Task, submission: Submission, *,
                     calibration: CalibrationStatus | None = None) -> Grade:
@@ -170,14 +182,23 @@ class Grader:
             outcome = await self.judge.judge_leaves(prepared.context, prepared.evidence)
             usage = outcome.usage
             decided.update({r.leaf_id: r for r in outcome.results})
-        results = [decided[leaf.id] for leaf in prepared.leaves]
+        restated = copied_leaves(self.rubric, prepared.leaves, prepared.copies)
+        results = [decided[leaf.id] if leaf.id not in restated else
+                   decided[leaf.id].model_copy(update={"flags": [*decided[leaf.id].flags, LEAF_FLAG]})
+                   for leaf in prepared.leaves]
         integrity_flags = sorted({f for r in results for f in r.flags if f.startswith("integrity:")})
         warnings: list[str] = []
+        if prepared.copies:
+            integrity_flags.append(LEAK_FLAG)
+            warnings += copy_warnings(prepared.copies)
+        if not self.detect_copies:
+            warnings.append("ground-truth copy detection was off for this grade (a synthetic submission)")
         if view.injections:
             integrity_flags.append("prompt_injection_suspected")
             warnings += [f"instruction aimed at the grader in the submission (ignored): {i.quote[:160]!r}"
                          for i in view.injections[:5]]
         warnings += _narrowing_warnings(prepared.evidence)
+        warnings += grounding_warnings(self.rubric, prepared.evidence, results)
         stages = stage_scores(self.rubric, results)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         # An empty trajectory is a run of 0 steps (it still has a final test, a budget ...); None is no run.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from judge.evidence.submission_view import requirement_text
 from judge.evidence.text_items import split_claims
 from judge.models import DesignVariable, Execution, Submission, Task, VariableRole
 
@@ -18,6 +19,24 @@ _ROLE_HEADINGS: dict[VariableRole, str] = {
 }
 _PATH = re.compile(r"(/?[\w./-]+\.\w+)")
 _WORD = re.compile(r"[a-z]+")
+_CODE_WORD = re.compile(r"[a-z][a-z0-9]*|\d+(?:\.\d+)?")
+_STOP = frozenset(["a", "an", "the", "of", "to", "for", "in", "on", "and", "or", "with", "by", "from", "as", "at",
+                   "is", "are", "be", "that", "this", "each", "its", "it", "into", "using", "use", "step", "final"])
+
+
+def _code_lines(requirement: str) -> list[str]:
+    """Executable lines whose identifiers and literals carry the requirement's words and numbers.
+
+    A synthetic stand-in for an implementation: the judge reads code, not comments, so the words must be
+    in identifiers and values for alignment to see them (what real code that implements it holds).
+    """
+    text = requirement_text(requirement).lower()
+    words = [w for w in _CODE_WORD.findall(text) if w not in _STOP]
+    names = [w for w in words if not w[0].isdigit()]
+    numbers = [w for w in words if w[0].isdigit()]
+    chunks = ["_".join(names[i:i + 3]) for i in range(0, len(names), 3)] or ["step"]
+    lines = [f"    {chunk} = apply_{chunk}(config, {', '.join(numbers) or 'None'})" for chunk in chunks]
+    return [*lines, f"    return {chunks[-1]}"]
 
 
 def design_text(variables: list[DesignVariable]) -> str:
@@ -39,7 +58,7 @@ def _target_file(requirement: str, index: int) -> str:
 
 
 def diff_for_requirements(requirements: list[str]) -> str:
-    """A git diff whose hunks each implement one requirement (a commented function stub).
+    """A git diff whose hunks each implement one requirement (a function whose code carries its words).
 
     Requirements naming the same file become separate hunks of one file; the rest get a new file
     each. Line counts in hunk headers are exact, so the diff parses.
@@ -53,8 +72,7 @@ def diff_for_requirements(requirements: list[str]) -> str:
         offset = 0
         for position, (index, requirement) in enumerate(items):
             words = "_".join(_WORD.findall(requirement.lower())[2:6]) or "step"
-            body = [f"# {requirement}", f"def step_{index}_{words}(config):",
-                    f'    """{requirement}"""', "    return run_step(config)", ""]
+            body = [f"# {requirement}", f"def step_{index}_{words}(config):", *_code_lines(requirement), ""]
             old_start = 10 * position + 1
             parts.append(f"@@ -{old_start},0 +{old_start + offset},{len(body)} @@")
             parts += [f"+{line}" for line in body]

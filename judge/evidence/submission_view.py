@@ -10,8 +10,11 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
+from judge.evidence.code_units import CodeUnit, executable_text, units_from_diff
 from judge.evidence.diff_evidence import ParsedDiff, parse_diff
+from judge.evidence.distinguishing import EvidenceTerms, evidence_terms
 from judge.evidence.injection import InjectionFinding, find_injections, strip_injections
 from judge.evidence.integrity import IntegrityFinding, scan_agent_log
 from judge.evidence.log_classification import LogClassification, classify_execution
@@ -65,6 +68,8 @@ class SubmissionView:
     execution: LogClassification
     integrity: list[IntegrityFinding]
     injections: list[InjectionFinding] = field(default_factory=list)
+    # What checks compute once per submission and share between `texts_to_embed` and `build_evidence`.
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, submission: Submission, *, masked_files: list[str] | None = None) -> SubmissionView:
@@ -95,6 +100,18 @@ class SubmissionView:
     def hunk_texts(self) -> list[str]:
         """Each hunk's searchable text with instructions to the grader cut out: what alignment embeds."""
         return [strip_injections(h.searchable_text()) for h in self.diff.hunks]
+
+    @functools.cached_property
+    def code_units(self) -> list[CodeUnit]:
+        """The added and post-image code cut into units a reader would cite (functions, classes, blocks,
+        config sections), each line told code from comment, docstring or prose string."""
+        return units_from_diff(self.diff) if not self.diff.is_empty else []
+
+    @functools.cached_property
+    def code_terms(self) -> EvidenceTerms:
+        """Every term of the diff's executable code and file paths (what a requirement's names must match)."""
+        return evidence_terms([*(executable_text(u) for u in self.code_units),
+                               *(u.file_path for u in self.code_units)])
 
     def source_texts(self) -> dict[str, str]:
         """Full text of each part of the submission, for mechanical quote checks."""

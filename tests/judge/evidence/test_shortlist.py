@@ -52,12 +52,13 @@ def test_a_diff_of_hundreds_of_noise_hunks_keeps_every_requirement_verdict(share
     for n, task in enumerate(tasks):
         for drop in (None, n % len(task.requirements)):
             sub = submission_from_ground_truth(task, drop_requirement=drop)
-            clean, clean_warnings = _implementation(grader, task, sub)
+            clean, _clean_warnings = _implementation(grader, task, sub)
             noisy_sub = sub.model_copy(update={"diff": (sub.diff or "") + _noise(600, seed=n)})
             before = embedder.encoded_texts
-            noisy, warnings = _implementation(grader, task, noisy_sub)
-            assert embedder.encoded_texts - before <= EMBED_ALL_UP_TO + 20
+            noisy, _warnings = _implementation(grader, task, noisy_sub)
+            # Retrieval ranks every file lexically and embeds a bounded shortlist per requirement, so 600 noise
+            # files cost a bounded number of encodings, and no requirement is starved of its own code.
+            assert embedder.encoded_texts - before <= 25 * len(task.requirements) + EMBED_ALL_UP_TO
             assert noisy == clean, (task.task_id, drop)
-            assert any("lexical pass" in w for w in warnings) and not any("lexical" in w for w in clean_warnings)
             if drop is not None:
                 assert noisy[f"requirement.{drop}"] == "fail"
