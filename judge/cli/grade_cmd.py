@@ -10,9 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from judge.cli.app import app
 from judge.cli.display import shown
 from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
-from judge.cli.app import app
 from judge.errors import MalformedDiffError
 from judge.grading import upstream_down
 from judge.grading_service import ServedGrade

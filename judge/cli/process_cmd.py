@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from judge.cli.app import app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
-from judge.cli.app import app
 from judge.errors import InputError
 from judge.process.code_embeddings import CodeEmbedder, EmbeddingConfig
 from judge.process.models import (

@@ -12,9 +12,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Table
 from rich.text import Text
 
+from judge.cli.app import app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
-from judge.cli.app import app
 
 # Rows of the dry-run table printed; every row is in DIR/estimate.csv.
 _MAX_TABLE_ROWS = 40

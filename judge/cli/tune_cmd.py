@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from judge.cli.app import app
 from judge.cli.calibrate_cmd import (
     ApiBaseOpt,
     BootstrapOpt,
@@ -29,7 +30,6 @@ from judge.cli.calibrate_cmd import (
 )
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
-from judge.cli.app import app
 from judge.errors import InputError, UnknownRubricError
 from judge.store import with_store
 

@@ -9,6 +9,7 @@ import pytest
 
 from calibration.items import ClaimItem
 from calibration.runner import CaseOutcome, CaseRunner, ClaimAdapter
+from judge.checks.claim_vs_diff import claim_args, claim_label_of
 from judge.errors import RubricError
 from judge.evidence.claim_evidence import (
     alignment_texts,
@@ -23,7 +24,6 @@ from judge.evidence.claim_evidence import (
 from judge.evidence.diff_evidence import parse_diff
 from judge.evidence.embeddings import default_embedder
 from judge.evidence.shortlist import EMBED_ALL_UP_TO
-from judge.checks.claim_vs_diff import claim_args, claim_label_of
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import LeafResult
 from judge.rubric_loader import load_rubric
