@@ -28,6 +28,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from calibration.agreement_models import MetricScale
 from calibration.cases import CaseAdapter, JudgeCase
+
+__all__ = ["ADAPTERS", "CaseAdapter", "CaseOutcome", "CaseRunner", "ClaimAdapter", "JudgeCase", "RunStats",
+           "adapter_for", "single_leaf"]
 from calibration.items import CLAIM_CRITERION, ClaimItem, LabelledItem
 from calibration.judgeeval import JudgeEvalAdapter
 from calibration.labels import Label, LabelKey

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import judge
-from judge.checks.outcome_claim import grounding_warnings
 from judge.evidence.builder import EvidenceBuilder
 from judge.evidence.embeddings import Embedder, default_embedder
 from judge.evidence.leak_detection import LeakFinding
@@ -198,7 +197,6 @@ class Grader:
             warnings += [f"instruction aimed at the grader in the submission (ignored): {i.quote[:160]!r}"
                          for i in view.injections[:5]]
         warnings += _narrowing_warnings(prepared.evidence)
-        warnings += grounding_warnings(self.rubric, prepared.evidence, results)
         stages = stage_scores(self.rubric, results)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         # An empty trajectory is a run of 0 steps (it still has a final test, a budget ...); None is no run.
