@@ -52,6 +52,9 @@ def _native_runs(path: Path) -> Path:
                                ("native-clean", "other/model-x", "$ python run.py\nall done\n")):
         submission = submission_from_ground_truth(task).model_copy(
             update={"submission_id": run_id, "run_id": run_id, "agent": agent, "agent_log": log})
+        if run_id == "native-clean":  # text of its own: a copy of the hidden ground truth is an integrity finding
+            submission = submission.model_copy(update={"design": "We vary the sampling temperature.",
+                                                       "conclusion": "The run finished.", "diff": ""})
         lines.append({"task": task.model_dump(mode="json"), "submission": submission.model_dump(mode="json")})
     return write_jsonl(path, lines)
 
