@@ -7,6 +7,7 @@ answered with a 500 that names only a request id to find it in the log.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from judge.errors import ExpjudgeError, InputError, JudgeCallError, UnknownRubricError
@@ -32,11 +34,12 @@ class ApiError(Exception):
 
     status = 400
     code = "bad_request"
+    default_field: str | None = None  # the request part an error of this kind is about, when not given
 
     def __init__(self, message: str, *, field: str | None = None, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.field = field
+        self.field = field if field is not None else self.default_field
         self.headers = headers or {}
 
 
@@ -45,6 +48,7 @@ class Unauthorized(ApiError):
 
     status = 401
     code = "unauthorized"
+    default_field = "X-API-Key"  # the credential (a bearer token is the same key)
 
 
 class NotFound(ApiError):
@@ -154,7 +158,7 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     codes = {404: "not_found", 405: "method_not_allowed", 413: "content_too_large", 401: "unauthorized"}
     # FastAPI answers 400 when it cannot decode a JSON body at all (not UTF-8, nested too deeply).
-    field = "body" if exc.status_code == 400 else None
+    field = "body" if exc.status_code in (400, 413) else None
     return error_response(
         exc.status_code,
         codes.get(exc.status_code, "invalid_request" if field else "http_error"),
@@ -170,6 +174,82 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal_error", f"internal error; the server log has it under request id {request_id}")
 
 
+class ErrorDetail(BaseModel):
+    """One validation problem of a 422."""
+
+    field: str
+    message: str
+    type: str = ""
+
+
+class ErrorInfo(BaseModel):
+    """What went wrong: a stable code, a message, and the request field it is about (when there is one)."""
+
+    code: str
+    message: str
+    field: str | None = None
+    details: list[ErrorDetail] | None = None
+
+
+class ErrorBody(BaseModel):
+    """The body of every error answer."""
+
+    error: ErrorInfo
+
+
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+_DESCRIPTIONS = {
+    "400": "The body could not be decoded; `error.field` is `body`.",
+    "401": "No API key, or an unknown or revoked one; `error.field` names the credential header.",
+    "404": "No such resource for this tenant; `error.field` names the path parameter.",
+    "413": "The body is larger than the configured limit; `error.field` is `body`.",
+    "422": "Invalid input; `error.field` names the offending field.",
+}
+
+
+def document_errors(app: FastAPI) -> None:
+    """Make the OpenAPI document say what errors really look like.
+
+    FastAPI documents a 422 as `{"detail": [...]}` and knows nothing of the 401 of an authenticated route
+    or the 413 of the body limit; every error answer of this API is an `ErrorBody`. After this, each error
+    status of each operation refers to ErrorBody (a status with a model of its own, such as the 503 of
+    /readyz, keeps it), each authenticated operation documents 401, each one with a body 400, 413 and 422,
+    and each one with a path parameter 404.
+    """
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = generate()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        body_schema = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(body_schema.pop("$defs", {}))
+        components["ErrorBody"] = body_schema
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                wanted = {code for code in responses if code.isdigit() and int(code) >= 400}
+                if operation.get("security"):
+                    wanted.add("401")
+                if "requestBody" in operation:
+                    wanted |= {"400", "413", "422"}
+                if any(p.get("in") == "path" for p in operation.get("parameters", [])):
+                    wanted.add("404")  # an id of no resource of this tenant
+                for code in sorted(wanted):
+                    entry = responses.setdefault(code, {"description": _DESCRIPTIONS.get(code, "Error.")})
+                    content = entry.get("content", {}).get("application/json", {}).get("schema")
+                    if content is None or content.get("$ref", "").endswith("/HTTPValidationError"):
+                        entry["content"] = {"application/json": {"schema": _ERROR_REF}}
+        for unused in ("HTTPValidationError", "ValidationError"):  # FastAPI's, once nothing refers to them
+            if f'"#/components/schemas/{unused}"' not in json.dumps({**schema, "components": {}}):
+                components.pop(unused, None)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register every handler on `app`."""
     app.add_exception_handler(ApiError, _api_error)
@@ -177,3 +257,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
+    document_errors(app)

@@ -40,7 +40,7 @@ class BodyTooLarge(HTTPException):
 
 async def _send_413(send: Send, limit: int) -> None:
     body = json.dumps(
-        {"error": {"code": "content_too_large", "message": f"request body larger than {limit} bytes"}}
+        {"error": {"code": "content_too_large", "message": f"request body larger than {limit} bytes", "field": "body"}}
     ).encode()
     await send(
         {

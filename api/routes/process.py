@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import TenantDep
+from judge.errors import InputError, MalformedDiffError
 from judge.models import ImprovementRange, ProcessInputs, TrajectoryStep
 from judge.process import ProcessMetrics
 from judge.process.metrics import run_from_inputs
@@ -44,4 +46,20 @@ async def process_metrics(body: ProcessRequest, tenant: TenantDep) -> ProcessMet
     )
     # The grader's embedder: the model loads once per process, not once per request.
     run = run_from_inputs(body.steps, inputs, source="trajectory")
-    return await asyncio.to_thread(shared_embedder_metrics, run)
+    try:
+        return await asyncio.to_thread(shared_embedder_metrics, run)
+    except InputError as exc:
+        raise _in_request_terms(exc, body.steps) from None
+
+
+_STEP_FIELD = re.compile(r"trajectory step (-?\d+)")
+
+
+def _in_request_terms(exc: InputError, steps: list[TrajectoryStep]) -> InputError:
+    """The library names a step by its id ("trajectory step 7"); the request knows it as steps[i]."""
+    match = _STEP_FIELD.fullmatch(exc.field or "")
+    index = next((i for i, s in enumerate(steps) if match and s.step_id == int(match[1])), None)
+    if index is None:
+        return exc
+    part = ".diff" if isinstance(exc, MalformedDiffError) else ""
+    return InputError(exc.message, field=f"steps[{index}]{part}")

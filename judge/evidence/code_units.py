@@ -10,9 +10,10 @@ notebooks are read cell by cell (`notebook_cells`); files no grammar reads are c
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tree_sitter import Node, QueryCursor
@@ -281,3 +282,18 @@ def _unit(path: str, language: str, chunk: Chunk, run: list[int], info: RowInfo,
         prose_lines=tuple(info.prose[r] for r in run),
         added_lines=sum(1 for number in line_numbers if number in added),
     )
+
+
+def without_flagged_lines(unit: CodeUnit, flagged: Callable[[str], bool]) -> CodeUnit:
+    """`unit` with every line `flagged` accepts read as a comment: never executable code, never evidence.
+
+    Text aimed at the grader (an injection) is cut from what alignment sees; inside code, a string or
+    comment that holds such an order must not count as an implementation either.
+    """
+    hits = [i for i, line in enumerate(unit.lines) if flagged(line)]
+    if not hits:
+        return unit
+    roles, executable, prose = list(unit.roles), list(unit.executable_lines), list(unit.prose_lines)
+    for i in hits:
+        roles[i], executable[i], prose[i] = "comment", "", ""
+    return dataclasses.replace(unit, roles=tuple(roles), executable_lines=tuple(executable), prose_lines=tuple(prose))

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.evidence.code_units import CodeUnit, executable_text, units_from_diff
+from judge.evidence.code_units import CodeUnit, executable_text, units_from_diff, without_flagged_lines
 from judge.evidence.diff_evidence import ParsedDiff, parse_diff
 from judge.evidence.distinguishing import EvidenceTerms, evidence_terms
 from judge.evidence.injection import InjectionFinding, find_injections, strip_injections
@@ -68,6 +68,7 @@ class SubmissionView:
     execution: LogClassification
     integrity: list[IntegrityFinding]
     injections: list[InjectionFinding] = field(default_factory=list)
+    diff_injected: bool = False
     # What checks compute once per submission and share between `texts_to_embed` and `build_evidence`.
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -84,7 +85,8 @@ class SubmissionView:
             injections += find_injections(json.dumps(design, ensure_ascii=False, default=str))
         conclusion = submission.conclusion or ""
         injections += find_injections(conclusion)
-        injections += find_injections(submission.diff or "")
+        diff_injections = find_injections(submission.diff or "")
+        injections += diff_injections
         injections += find_injections(submission.agent_log or "")  # read by the integrity checks, not aligned
         return cls(
             submission=submission,
@@ -94,6 +96,7 @@ class SubmissionView:
             execution=classify_execution(submission.execution),
             integrity=scan_agent_log(submission.agent_log, masked_files=masked_files or []),
             injections=injections,
+            diff_injected=bool(diff_injections),
         )
 
     @functools.cached_property
@@ -105,7 +108,13 @@ class SubmissionView:
     def code_units(self) -> list[CodeUnit]:
         """The added and post-image code cut into units a reader would cite (functions, classes, blocks,
         config sections), each line told code from comment, docstring or prose string."""
-        return units_from_diff(self.diff) if not self.diff.is_empty else []
+        if self.diff.is_empty:
+            return []
+        units = units_from_diff(self.diff)
+        if not self.diff_injected:
+            return units
+        # Lines aimed at the grader are cut from alignment, in code units as in hunk texts.
+        return [without_flagged_lines(unit, lambda line: bool(find_injections(line))) for unit in units]
 
     @functools.cached_property
     def code_terms(self) -> EvidenceTerms:

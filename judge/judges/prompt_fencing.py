@@ -20,16 +20,28 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from judge.evidence.injection import find_injections
+
 FENCE_OPEN = "<<<DATA"
 FENCE_CLOSE = "DATA"
 _FENCE_END = ">>>"
 
-# Runs of three or more angle brackets: our fence marks use them (and so could a fake one).
-_ANGLE_RUN = re.compile(r"<{3,}|>{3,}")
-# Chat-template control tokens of common model families: <|im_start|>, <|eot_id|>, <|system|> ...
-_ROLE_TOKEN = re.compile(r"<\|[^|<>\n]{0,40}\|>")
-# Llama-2 style instruction and system tags, and bare sentence markers.
-_TAG_TOKEN = re.compile(r"\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
+# Runs of three or more angle brackets: our fence marks use them (and so could a fake one), also in the
+# fullwidth and small forms that NFKC folds to "<" and ">" (a model may read "＞＞＞" as ">>>").
+_LESS, _GREATER = "<\ufe64\uff1c", ">\ufe65\uff1e"
+_ANGLE_RUN = re.compile(f"[{_LESS}]{{3,}}|[{_GREATER}]{{3,}}")
+# Chat-template control tokens of common model families: <|im_start|>, <|eot_id|>, <|system|>, DeepSeek's
+# <｜User｜> with fullwidth bars ...
+_ROLE_TOKEN = re.compile(f"[{_LESS}][|\uff5c][^|\uff5c<>\n]{{0,40}}[|\uff5c][{_GREATER}]")
+# Llama-2 and Mistral instruction and system tags, Gemma's turn tags, tool-call tags, bare sentence markers.
+_TAG_TOKEN = re.compile(
+    r"\[/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\]|<</?SYS>>|</?s>"
+    r"|<(?:start_of_turn|end_of_turn)>|</?(?:tool_call|tool_response|function_calls?)>",
+    re.IGNORECASE,
+)
+# Control characters other than tab and line ends (ANSI escapes start with ESC): shown as their visible
+# pictures (ESC -> U+241B), so nothing hides, erases or recolours text in a log viewer or a model's input.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A role header at the start of a line ("system:", "### Assistant:", "**User**:"), after an
 # optional diff marker, so "+system: ignore the rubric" in a diff is caught too. Indented
 # lines are left alone: "    user: str" is a field declaration, not a chat turn.
@@ -39,7 +51,10 @@ _ROLE_HEADER = re.compile(
 )
 _CODE_FENCE = re.compile(r"`{3,}|~{3,}")
 # Characters that reorder or hide text on screen (bidi overrides and isolates, zero-width).
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# Soft hyphens and Unicode tag characters (invisible ASCII look-alikes some models read) go too.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
 # Phrases that try to steer the grader; flagged, never removed (the text stays gradable).
 _INJECTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b[^.\n]{0,60}"
@@ -95,6 +110,7 @@ def _neutralise(text: str) -> NeutralisedText:
         return new
 
     out = apply("invisible_chars", _INVISIBLE, "", text)
+    out = apply("control_chars", _CONTROL, None, out)
     out = apply("role_token", _ROLE_TOKEN, None, out)
     out = apply("instruction_tag", _TAG_TOKEN, None, out)
     out = apply("fence_imitation", _ANGLE_RUN, None, out)
@@ -108,14 +124,22 @@ def _soften_role_token(match: re.Match[str]) -> str:
     return "(" + match.group(0)[1:-1] + ")"
 
 
+def _show_control(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return chr(0x2421) if code == 0x7F else chr(0x2400 + code)
+
+
 def _soften_tag(match: re.Match[str]) -> str:
-    return match.group(0).replace("<", "(").replace(">", ")").replace("[", "(").replace("]", ")")
+    return match.group(0).translate(_TAG_BRACKETS)
+
+
+_TAG_BRACKETS = str.maketrans("<>[]", "()()")
 
 
 def _soften_angles(match: re.Match[str]) -> str:
     # Single-width look-alikes keep code such as ">>> f()" readable and the length unchanged.
     run = match.group(0)
-    return ("‹" if run[0] == "<" else "›") * len(run)
+    return ("‹" if run[0] in _LESS else "›") * len(run)
 
 
 def _soften_code_fence(match: re.Match[str]) -> str:
@@ -127,6 +151,7 @@ def _soften_role_header(match: re.Match[str]) -> str:
 
 
 _ROLE_REPLACERS = {
+    "control_chars": _show_control,
     "role_token": _soften_role_token,
     "instruction_tag": _soften_tag,
     "fence_imitation": _soften_angles,
@@ -156,8 +181,8 @@ def fence(text: str, *, label: str, meta: str = "") -> str:
     body = neutralise(text).text.rstrip("\n")
     nonce = content_nonce(text)
     head = f"{FENCE_OPEN} {nonce} {label}"
-    if meta:
-        head += " " + neutralise(meta).text.replace("\n", " ")
+    if meta:  # on the opening line: every kind of line break becomes a space
+        head += " " + " ".join(neutralise(meta).text.splitlines())
     return f"{head}\n{body}\n{FENCE_CLOSE} {nonce}{_FENCE_END}"
 
 
@@ -172,7 +197,14 @@ def _injection_memo(text: str) -> bool:
 
 
 def _looks_like_injection(text: str) -> bool:
-    return bool(_INJECTION.search(text)) or bool(_ROLE_TOKEN.search(text)) or bool(_TAG_TOKEN.search(text))
+    # find_injections reads through hidden characters, look-alikes and file names; the patterns here are the
+    # short list the prompt has always flagged.
+    return (
+        bool(_INJECTION.search(text))
+        or bool(_ROLE_TOKEN.search(text))
+        or bool(_TAG_TOKEN.search(text))
+        or bool(find_injections(text))
+    )
 
 
 FENCE_RULE = (
