@@ -16,12 +16,13 @@ from typing import Any
 
 from calibration.agreement_models import AgreementReport
 from calibration.baseline_models import BaselineComparison, PredictorFigures
+from calibration.cases import CaseAdapter
 from calibration.items import LabelledItem
 from calibration.labelled_sets import load_labelled_set
 from calibration.labels import Label, LabelKey, LabelSet
 from calibration.measure import measure
 from calibration.report_html import CalibrationReportData, write_report
-from calibration.runner import CaseAdapter, CaseRunner, RunStats, adapter_for
+from calibration.runner import CaseRunner, RunStats, adapter_for
 from calibration.splits import DEFAULT_SALT, group_position, is_held_out
 from judge.errors import InputError
 from judge.evidence.embeddings import Embedder
@@ -125,10 +126,16 @@ def held_out_only(labelled: LabelledItems, rubric: Rubric) -> tuple[LabelledItem
     marker = tuned_on(rubric)
     if marker is None or marker.get("label_set") != labelled.label_hash:
         return labelled, None
-    fraction, salt = float(marker["eval_fraction"]), str(marker.get("salt", DEFAULT_SALT))
-    held = [item for item in labelled.items if is_held_out(item.group_id, fraction, salt)]
+    if marker.get("split") == "category":  # tuned on one language, held out: every other one
+        trained = str(marker["train_category"])
+        held = [item for item in labelled.items if item.category != trained]
+        how = f"every category but {trained}, which it was tuned on"
+    else:
+        fraction, salt = float(marker["eval_fraction"]), str(marker.get("salt", DEFAULT_SALT))
+        held = [item for item in labelled.items if is_held_out(item.group_id, fraction, salt)]
+        how = f"eval fraction {fraction}, salt {salt!r}"
     note = (f"rubric {rubric.id} was tuned on this label set: reporting on its held-out split only "
-            f"({len(held)} of {len(labelled.items)} items; eval fraction {fraction}, salt {salt!r})")
+            f"({len(held)} of {len(labelled.items)} items; {how})")
     if not held:
         raise InputError(note + ": no held-out item is left", field="--rubric")
     return labelled.with_items(held, "held-out of tuning"), note

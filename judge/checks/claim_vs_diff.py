@@ -12,6 +12,11 @@ Rules, in order (every threshold is an argument of the leaf's check, so tuning c
    diff does not show.
 4. correct when the best similarity is at least `correct_threshold`, else `low_similarity_label`.
 
+Learned decision (judge/checks/learned.py): when the rubric's `check.args.model` holds a model (written by
+`expjudge tune`), the label is the model's instead, from the feature vector `claim_feature_vector` (the
+numeric signals of judge/evidence/claim_features.py, similarities, cut-off, hedges, conflicts, numbers), and
+the confidence is the model's calibrated probability of that label. Without a model the rules above decide.
+
 Mapping to verdicts, the same as the LLM judge's (judge/judges/llm_voting.py): correct -> pass,
 incorrect -> fail, unverifiable -> unscored (reason_code "not_applicable", flag "unverifiable"); incomplete ->
 unscored (not_applicable, flag "incomplete"). The categorical label is always in the flags as "label:<name>".
@@ -21,12 +26,21 @@ it, and the smallest margin of the rules the decision went through.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from pydantic import field_validator
+
 from judge.checks.base import Check, CheckArgs
+from judge.checks.learned import LearnedArgs, LearnedModel, learned_decision, validate_model_fits
 from judge.checks.verdicts import embedded_result, margin_confidence, quote
-from judge.evidence.claim_evidence import ClaimEvidenceSettings, alignment_texts, build_claim_evidence
+from judge.evidence.claim_evidence import (
+    ClaimEvidenceSettings,
+    alignment_texts,
+    build_claim_evidence,
+    signal_names,
+)
 from judge.evidence.embeddings import Embedder
 from judge.evidence.submission_view import SubmissionView
 from judge.evidence.types import GradingContext, LeafEvidence
@@ -42,8 +56,18 @@ CLAIM_ANSWERS = (
 )
 
 
-class ClaimArgs(CheckArgs):
-    """The rules' thresholds; defaults chosen a priori (before looking at any agreement figure)."""
+# The learned decision's features: the evidence layer's signals, then what the rules read.
+CLAIM_FEATURE_NAMES: tuple[str, ...] = (
+    *signal_names(), "similarity_best", "similarity_mean", "similarity_spread", "cut_off", "cut_off_strong",
+    "hedges", "conflicts", "numbers_match", "numbers_mismatch", "hunks",
+)
+
+
+class ClaimArgs(LearnedArgs):
+    """The rules' thresholds; defaults chosen a priori (before looking at any agreement figure).
+
+    `model` (from `expjudge tune`) replaces the rules when set; see the module docstring.
+    """
 
     top_k: int = 3
     rel_tol: float = 0.0
@@ -57,6 +81,33 @@ class ClaimArgs(CheckArgs):
     speculation_similarity: float = 0.3
     correct_threshold: float = 0.15
     low_similarity_label: ClaimLabel = "unverifiable"
+
+    @field_validator("model")
+    @classmethod
+    def _model_fits(cls, model: LearnedModel | None) -> LearnedModel | None:
+        validate_model_fits(model, CLAIM_FEATURE_NAMES, CLAIM_LABELS)
+        return model
+
+
+def claim_feature_vector(evidence: LeafEvidence) -> dict[str, float]:
+    """The learned decision's features of one claim-vs-diff leaf (`CLAIM_FEATURE_NAMES`), from its evidence."""
+    facts = evidence.facts
+    values = {name: float(value) for name, value in (facts.get("_signals") or {}).items()}
+    sims = sorted((s.similarity for s in evidence.snippets), reverse=True)
+    values["similarity_best"] = sims[0] if sims else 0.0
+    values["similarity_mean"] = sum(sims) / len(sims) if sims else 0.0
+    values["similarity_spread"] = sims[0] - sims[-1] if sims else 0.0
+    cut = float(facts.get("cut_off", 0.0))
+    values["cut_off"], values["cut_off_strong"] = cut, float(cut >= 0.75)
+    values["hedges"] = float(min(len(facts.get("hedges") or []), 4))
+    values["conflicts"] = float(min(len(facts.get("conflicts") or []), 3))
+    values["numbers_match"] = float(facts.get("numbers") == "match")
+    values["numbers_mismatch"] = float(facts.get("numbers") == "mismatch")
+    values["hunks"] = math.log1p(float(facts.get("hunks", 0)))
+    missing = [name for name in CLAIM_FEATURE_NAMES if name not in values]
+    if missing:
+        raise KeyError(f"evidence without the claim signals {', '.join(missing[:3])}: built by an older version?")
+    return {name: round(values[name], 6) for name in CLAIM_FEATURE_NAMES}
 
 
 @dataclass(frozen=True)
@@ -135,6 +186,11 @@ class ClaimVsDiff(Check):
     quote_required = True
     answer_labels = CLAIM_LABELS
     llm_answers = CLAIM_ANSWERS
+    feature_names: ClassVar[tuple[str, ...]] = CLAIM_FEATURE_NAMES
+
+    def feature_vector(self, evidence: LeafEvidence) -> dict[str, float]:
+        """The learned decision's features (`claim_feature_vector`)."""
+        return claim_feature_vector(evidence)
 
     def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView) -> list[str]:
         return alignment_texts(leaves, view.diff) if leaves else []
@@ -149,9 +205,13 @@ class ClaimVsDiff(Check):
 
     def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
         leaf = evidence.leaf
-        args = self.args(leaf).model_dump()
+        parsed = self.args(leaf)
         best = max(evidence.snippets, key=lambda s: s.similarity, default=None)
-        decision = classify_claim(evidence.facts, best.similarity if best else 0.0, args)
+        learned = learned_decision(self, evidence, parsed.model)
+        if learned is not None:
+            decision = ClaimDecision(learned.label, learned.probability, learned.reason)
+        else:
+            decision = classify_claim(evidence.facts, best.similarity if best else 0.0, parsed.model_dump())
         quotes = [quote(best, context)] if best is not None else []
         flags = [f"{LABEL_FLAG}{decision.label}"]
         if decision.label == "correct":

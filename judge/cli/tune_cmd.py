@@ -26,6 +26,8 @@ from judge.cli.calibrate_cmd import (
     agreement_rows,
     check_out_dir,
     console,
+    render_baseline_warnings,
+    render_baselines,
     usage_line,
 )
 from judge.cli.display import shown
@@ -65,7 +67,15 @@ def resolve_compare(entry: str, store: Store, *, judge_spec: str, base_rubric_re
 def render_tune(outcome: TuneOutcome, out: Console) -> None:
     """The split, what was tuned, and the variants side by side on the held-out split."""
     out.print(f"[bold]Tuning[/bold] {shown(outcome.base.id)}@{shown(outcome.base.version)}: {outcome.method}")
-    out.print(f"split: {shown(outcome.split.describe())}")
+    out.print(f"split: {shown(outcome.split_note or outcome.split.describe())}")
+    if outcome.model is not None:
+        m = outcome.model
+        weights = ", ".join(f"{c} x{w:g}" for c, w in zip(m.model.classes, m.model.decision_weights, strict=True))
+        dropped = f"; left out (too few groups): {m.dropped}" if m.dropped else ""
+        objective = shown(m.model.trained_on["objective"])
+        out.print(f"train cross-validation ({m.folds} folds grouped by diff), {objective}: "
+                  f"{m.cv_score_unweighted:.3f} unweighted -> {m.cv_score:.3f} with decision weights ({weights}); "
+                  f"C={m.c}{dropped}")
     if outcome.search is not None:
         s = outcome.search
         before = outcome.base_args
@@ -89,6 +99,11 @@ def render_tune(outcome: TuneOutcome, out: Console) -> None:
     out.print(table)
     for name, result in outcome.held_out:
         out.print(f"{shown(name)}: {shown(usage_line(result.stats))}")
+    tuned = dict(outcome.held_out).get("tuned")
+    if tuned is not None:
+        out.print("[bold]tuned, held-out split: beside the trivial baselines[/bold]")
+        render_baselines(tuned.report, out)
+        render_baseline_warnings(tuned.report, out)
     out.print(f"tuned rubric: {shown(', '.join(str(p) for p in outcome.tuned_paths))}")
 
 
@@ -96,10 +111,12 @@ def tune_summary(outcome: TuneOutcome) -> dict[str, Any]:
     """tune.json: the split, the search, the tuned rubric and every variant's held-out figures."""
     def figures(result: Any) -> dict[str, Any]:
         overall = result.report.overall
+        baselines = result.record.report.get("baselines")
         return {"fingerprint": result.fingerprint.digest, "calibration_id": result.record.calibration_id,
                 "n_paired": overall.n_paired, "coverage": overall.coverage,
                 **{k: overall.headline()[k].model_dump(mode="json")
-                   for k in ("macro_f1", "cohen_kappa", "accuracy", "krippendorff_alpha")}}
+                   for k in ("macro_f1", "cohen_kappa", "accuracy", "krippendorff_alpha")},
+                "baselines": baselines}
 
     split = outcome.split
     ceiling = outcome.held_out[0][1].report.ceiling if outcome.held_out else None
@@ -108,9 +125,11 @@ def tune_summary(outcome: TuneOutcome) -> dict[str, Any]:
         "tuned_rubric": f"{outcome.tuned.id}@{outcome.tuned.version}",
         "tuned_paths": [str(p) for p in outcome.tuned_paths],
         "method": outcome.method,
-        "split": {"eval_fraction": split.eval_fraction, "salt": split.salt,
+        "split": {"by": "category" if outcome.train_language else "group", "train_category": outcome.train_language,
+                  "eval_fraction": split.eval_fraction, "salt": split.salt, "description": outcome.split_note,
                   "train_items": [i.item_id for i in split.train], "held_out_items": [i.item_id for i in split.eval]},
         "search": None if outcome.search is None else outcome.search.__dict__,
+        "model": None if outcome.model is None else outcome.model.summary(),
         "few_shot": outcome.few_shot,
         "held_out": {name: figures(result) for name, result in outcome.held_out},
         "held_out_ceiling": None if ceiling is None else {
@@ -127,7 +146,15 @@ def tune_command(
     eval_fraction: Annotated[float, typer.Option("--eval-fraction", help="Held-out share of groups.")] = 0.3,
     compare: Annotated[list[str] | None, typer.Option(
         "--compare", help="Also compare a rubric (id or YAML) or a judge on the held-out split; repeatable.")] = None,
-    objective: Annotated[str, typer.Option("--objective", help="macro_f1 or kappa (embedded search).")] = "macro_f1",
+    objective: Annotated[str | None, typer.Option(
+        "--objective", help="macro_f1, kappa or judgement_kappa (embedded judge; default: judgement_kappa for a "
+        "learned model, macro_f1 for the threshold search).")] = None,
+    method: Annotated[str, typer.Option(
+        "--method", help="Embedded judge: 'model' (train the check's learned decision), 'thresholds' (search "
+        "the rule thresholds) or 'auto' (model when the check has one).")] = "auto",
+    train_language: Annotated[str | None, typer.Option(
+        "--train-language", help="Cross-language: train on every item of this language (py or java), report on "
+        "every other item.")] = None,
     shots: Annotated[int, typer.Option("--shots-per-class", min=1, help="LLM few-shot examples per class.")] = 1,
     install: Annotated[bool, typer.Option("--install", help="Also write the tuned rubric to the rubrics folder.")]
     = False,
@@ -139,7 +166,8 @@ def tune_command(
     bootstrap: BootstrapOpt = 1000,
     progress: ProgressOpt = True,
 ) -> None:
-    """Tune thresholds (embedded) or few-shot examples (LLM) on a train split; report on the held-out split."""
+    """Train a decision model or tune thresholds (embedded) or few-shot examples (LLM) on a train split; report
+    on the held-out split."""
     from calibration.calibrate_run import judge_for, load_items
     from calibration.tuning import tune
     from judge.rubric_loader import load_rubric
@@ -147,6 +175,8 @@ def tune_command(
 
     async def run(store: Store) -> TuneOutcome:
         base = load_rubric(rubric)
+        if language is not None and train_language is not None:
+            raise InputError("give --language or --train-language, not both", field="--train-language")
         labelled = load_items(labels, language=language, limit=limit)
         main_judge = judge_for(judge, store, samples=samples, api_base=api_base)
         variants = [resolve_compare(entry, store, judge_spec=judge, base_rubric_ref=rubric, samples=samples,
@@ -154,7 +184,7 @@ def tune_command(
         return await tune(labelled, base, main_judge, store, out_dir=out, eval_fraction=eval_fraction,
                           compare=variants, objective=objective, shots_per_class=shots,
                           install_dir=get_settings().rubrics_dir if install else None, n_resamples=bootstrap,
-                          progress=progress)
+                          progress=progress, method=method, train_language=train_language)
 
     with exit_on_input_error():
         check_out_dir(out)

@@ -20,9 +20,11 @@ judge sees them as facts next to the fenced hunks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from judge.evidence.claim_features import claim_signals, pair_names
+from judge.evidence.claim_features_text import cut_off_score
 from judge.evidence.diff_evidence import Hunk, ParsedDiff
 from judge.evidence.embeddings import Embedder
 from judge.evidence.numeric_claims import compare_numbers
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from judge.evidence.submission_view import SubmissionView
 
 # Part of every cache key derived from these features: bump when a feature changes meaning.
-CLAIM_FEATURES_VERSION = "claim-evidence-v1"
+CLAIM_FEATURES_VERSION = "claim-evidence-v2"
 # Hunks up to this many body lines are one snippet; longer ones are cut into overlapping windows, so a
 # claim about three lines of a 300-line hunk is not averaged away.
 WHOLE_HUNK_LINES = 30
@@ -73,15 +75,6 @@ _NEGATED = re.compile(r"(?:\b(?:not|never|no longer)|n't)\b(?:\s+\w+){0,3}\s*$",
 _NO_LONGER = re.compile(r"\bno longer\b(?:\s+\w+){0,3}\s*$", re.I)
 _OPPOSITE = {"added": "removed", "removed": "added"}
 _FROM_TO = re.compile(r"\bfrom\s+([`'\"]?)([^\s`'\"]+)\1\s+to\s+([`'\"]?)([^\s`'\"]+)\3", re.I)
-_TERMINAL = ".!?"
-_CLOSERS = "\"'`)]}"
-_DANGLING = {
-    "a", "an", "the", "of", "to", "in", "on", "for", "with", "and", "or", "but", "that", "which", "as", "by",
-    "from", "is", "are", "was", "were", "be", "been", "will", "can", "could", "would", "should", "may",
-    "might", "it", "its", "this", "these", "those", "their", "if", "when", "than", "because", "into", "such",
-    "not", "now", "has", "have", "more", "less", "also", "so", "at", "where", "while", "whether", "then",
-}
-_WORD = re.compile(r"[A-Za-z]+")
 _WS = re.compile(r"\s+")
 
 
@@ -104,6 +97,7 @@ class DiffLines:
     added: list[str]
     removed: list[str]
     context: list[str]
+    files: list[str] = field(default_factory=list)
 
     def text(self, kind: str) -> str:
         """The lines of one kind joined, whitespace collapsed (for substring search)."""
@@ -119,6 +113,7 @@ def diff_lines(diff: ParsedDiff) -> DiffLines:
     added: list[str] = []
     removed: list[str] = []
     context: list[str] = []
+    files = list(dict.fromkeys(hunk.file_path for hunk in diff.hunks))
     for hunk in diff.hunks:
         added += hunk.added
         removed += hunk.removed
@@ -126,7 +121,7 @@ def diff_lines(diff: ParsedDiff) -> DiffLines:
         if section:
             context.append(section)
         context += [line[1:] for line in _body(hunk) if line.startswith(" ")]
-    return DiffLines(added=added, removed=removed, context=context)
+    return DiffLines(added=added, removed=removed, context=context, files=files)
 
 
 def _looks_like_code(token: str, call: bool) -> bool:
@@ -162,7 +157,8 @@ def _variants(name: str) -> list[str]:
 
 
 def locate(name: str, lines: DiffLines) -> list[str]:
-    """Where `name` occurs: a subset of ["added", "removed", "context"] (case-insensitive as a fallback)."""
+    """Where `name` occurs: a subset of ["added", "removed", "context"] (case-insensitive as a fallback), or
+    ["file"] when it names only a file of the diff (its path, or the path's last parts)."""
     variants = _variants(name)
     kinds = ("added", "removed", "context")
     texts = {kind: lines.text(kind) for kind in kinds}
@@ -170,7 +166,10 @@ def locate(name: str, lines: DiffLines) -> list[str]:
     if where:
         return where
     lowered = [v.lower() for v in variants]
-    return [k for k in kinds if any(v in texts[k].lower() for v in lowered)]
+    where = [k for k in kinds if any(v in texts[k].lower() for v in lowered)]
+    if not where and any(path == v or path.endswith("/" + v) for path in lines.files for v in variants):
+        return ["file"]
+    return where
 
 
 def prose_of(claim: str) -> str:
@@ -253,28 +252,6 @@ def hedging_cues(claim: str) -> list[str]:
     return list(dict.fromkeys(m.group(0).lower() for m in _HEDGE.finditer(prose_of(claim))))
 
 
-def cut_off_score(claim: str) -> float:
-    """How strongly a claim looks cut off mid-sentence: 0 (ends a sentence) to 1 (ends on a dangling word).
-
-    0.0: ends with . ! or ? (possibly inside closing quotes or brackets) and its quotes are balanced;
-    0.5: ends a sentence but leaves a quote open; 0.75: no sentence end; 1.0: empty, or ends on an opening
-    quote, a hyphen, a comma or a function word ("of", "the", "could", ...).
-    """
-    text = claim.rstrip()
-    if not text:
-        return 1.0
-    core = text.rstrip(_CLOSERS)
-    open_quote = text.count('"') % 2 == 1 or text.count("`") % 2 == 1
-    if core and core[-1] in _TERMINAL and not core.endswith("..."):
-        return 0.5 if open_quote else 0.0
-    if text[-1] in "-,:;(" or (text[-1] in "'\"`" and (len(text) == 1 or text[-2] == " ")):
-        return 1.0
-    words = _WORD.findall(text)
-    if not words or (words[-1].lower() in _DANGLING and text[-1].isalpha()):
-        return 1.0
-    return 0.75
-
-
 def claim_features(claim: str, lines: DiffLines, *, rel_tol: float = 0.0, abs_tol: float = 0.0) -> dict[str, Any]:
     """The mechanical facts of a claim against a diff (see the module docstring), JSON-serialisable."""
     names = claim_identifiers(claim)
@@ -284,6 +261,8 @@ def claim_features(claim: str, lines: DiffLines, *, rel_tol: float = 0.0, abs_to
     everything = "\n".join([*lines.added, *lines.removed, *lines.context])
     numeric = compare_numbers(claim, everything, rel_tol=rel_tol, abs_tol=abs_tol)
     absent = [name for name, where in located.items() if not where]
+    where_of = {name: located.get(name) or locate(name, lines) for name in pair_names(claim)}
+    signals = claim_signals(claim, prose_of(claim), verbs, located, where_of, lines)
     return {
         "cut_off": cut_off_score(claim),
         "hedges": hedging_cues(claim),
@@ -294,7 +273,15 @@ def claim_features(claim: str, lines: DiffLines, *, rel_tol: float = 0.0, abs_to
         "conflicts": verb_conflicts(verbs, kinds, located, claim, lines),
         "numbers": numeric.status,
         "number_details": list(numeric.details),
+        # "_" keeps the numeric signals out of LLM prompts (judge/judges/prompts.py): they feed the
+        # learned decision of the embedded judge, the facts above say the same in words.
+        "_signals": signals,
     }
+
+
+def signal_names() -> tuple[str, ...]:
+    """The names of the numeric signals `claim_features` stores under "_signals", in their fixed order."""
+    return tuple(claim_signals("", "", [], {}, {}, DiffLines(added=[], removed=[], context=[])))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""`expjudge tune` with the embedded judge on CRScore claims: train split, held-out report, tuned rubric."""
+"""`expjudge tune --method thresholds` with the embedded judge on CRScore claims: train split, held-out report,
+tuned rubric. (The learned decision model, tune's default for claim_vs_diff, is tested in
+test_calib_decision_model.py.)"""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ SHARED_CRSCORE = Path(__file__).resolve().parents[2].parent / "shared" / "data" 
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One tune run on 60 CRScore claims, comparing a hand-edited rubric version too."""
+    """One threshold-search tune run on 60 CRScore claims, comparing a hand-edited rubric version too."""
     if not SHARED_CRSCORE.is_dir():
         pytest.skip(f"shared data not found at {SHARED_CRSCORE}")
     folder = tmp_path_factory.mktemp("tune")
@@ -49,7 +51,7 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         get_settings.cache_clear()
         result = runner.invoke(app, ["tune", "--labels", str(SHARED_CRSCORE), "--out", str(folder / "out"),
                                      "--judge", "embedded", "--limit", LIMIT, "--bootstrap", "200",
-                                     "--no-progress", "--compare", str(other)])
+                                     "--no-progress", "--compare", str(other), "--method", "thresholds"])
         assert result.exit_code == 0, result.stderr
         summary = json.loads((folder / "out" / "tune.json").read_text())
         yield {"url": url, "folder": folder, "stdout": result.stdout, "summary": summary}
