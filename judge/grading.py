@@ -197,6 +197,9 @@ class Grader:
             warnings += [f"instruction aimed at the grader in the submission (ignored): {i.quote[:160]!r}"
                          for i in view.injections[:5]]
         warnings += _narrowing_warnings(prepared.evidence)
+        for check in self.builder.checks:  # grade-level findings of the checks this grade used
+            if any(leaf.check.name == check.name for leaf in prepared.leaves):
+                warnings += check.grade_warnings(self.rubric, prepared.evidence, results)
         stages = stage_scores(self.rubric, results)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         # An empty trajectory is a run of 0 steps (it still has a final test, a budget ...); None is no run.

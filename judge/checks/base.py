@@ -19,7 +19,7 @@ from judge.errors import RubricError
 from judge.evidence.embeddings import Embedder
 from judge.evidence.submission_view import SubmissionView
 from judge.evidence.types import GradingContext, LeafEvidence
-from judge.models import Leaf, LeafResult, Task, Verdict
+from judge.models import Leaf, LeafResult, Rubric, Task, Verdict
 
 
 class CheckArgs(BaseModel):
@@ -88,6 +88,21 @@ class Check(ABC):
     @abstractmethod
     def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
         """The deterministic (embedded judge's) verdict on one leaf."""
+
+    def grade_warnings(self, rubric: Rubric, evidence: list[LeafEvidence], results: list[LeafResult]) -> list[str]:
+        """Warnings this check adds to the whole grade (e.g. a conclusion that says nothing was run); none here.
+
+        Args:
+            rubric: The rubric graded under.
+            evidence: Every leaf's evidence of the grade (not only this check's).
+            results: Every leaf's result, whichever judge decided it.
+        """
+        return []
+
+    def cap_judged(self, evidence: LeafEvidence, result: LeafResult) -> LeafResult:
+        """Another judge's (an LLM's) result on a leaf of this check, held to what the evidence layer found
+        mechanically (e.g. no pass for a claim the run never measured); unchanged here."""
+        return result
 
     def label_outcome(self, leaf: Leaf, label: str) -> tuple[Verdict, float | None]:
         """Verdict and score of an answer label an LLM gave `leaf`: its level (ordinal) or pass/fail."""

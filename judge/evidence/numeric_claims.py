@@ -333,6 +333,15 @@ def _judge_pair(
     return min(verdicts, key=lambda v: (not v[0], v[1]))
 
 
+def honours(claim: NumericMention, answer: NumericMention, rel_tol: float = 0.05, abs_tol: float = 0.0) -> bool:
+    """Whether `answer` honours `claim` under the tolerance rule of `compare_numbers` (one pair, no text).
+
+    Used to check a number a conclusion states (as the claim, with its own hedge or bound) against a
+    value a log recorded (as the answer).
+    """
+    return _judge_pair(claim, answer, rel_tol, abs_tol)[0]
+
+
 def _label(mention: NumericMention) -> str:
     qualifier = _QUALIFIER_LABEL.get(mention.qualifier or "")
     if mention.approximate and mention.qualifier in ("upper_bound", "lower_bound"):

@@ -15,6 +15,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from judge.checks.registry import CHECKS
 from judge.errors import JudgeCallError, JudgeConfigError
 from judge.evidence.types import GradingContext, LeafEvidence
 from judge.judges.base import Judge, JudgeOutcome
@@ -201,7 +202,10 @@ class LLMJudge(Judge):
                     collected.verdicts.append(SampleVerdict(got.verdict, list(got.quotes), got.rationale))
                 else:
                     collected.missing += 1
-        return [decide_leaf(collected, checker, judge=self.name) for collected in by_leaf.values()]
+        # Each check holds the model's verdict to what its evidence found mechanically (judge/checks/base.py).
+        return [CHECKS.get(c.evidence.leaf.check.name).cap_judged(c.evidence, decide_leaf(c, checker, judge=self.name))
+                if c.evidence.leaf.check.name in CHECKS else decide_leaf(c, checker, judge=self.name)
+                for c in by_leaf.values()]
 
     async def _sample(
         self, plan: CallPlan, model: type[JudgeAnswerBase], index: int, semaphore: asyncio.Semaphore

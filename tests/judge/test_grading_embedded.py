@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from judge.evidence.text_items import split_claims
 from judge.grading import Grader
@@ -15,15 +16,27 @@ from judge.groundtruth_submission import submission_from_ground_truth
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.expbench import load_expbench_tasks
 from judge.loaders.native import load_submission_file, load_task_file
-from judge.models import Grade, Submission, Task
-from judge.rubric_loader import load_rubric
+from judge.models import Grade, Rubric, Submission, Task
+from judge.rubric_loader import parse_rubric
 
 GRADED_STAGES = ("design", "implementation", "conclusion")
 
 
+def alignment_rubric() -> Rubric:
+    """expbench-v1 with the conclusion's grounding off: these tests check alignment on submissions built from the
+    ground truth, whose conclusion restates the expected outcome (hedges included) with no run behind it.
+    Grounding is tested in tests/judge/checks/test_outcome_grounding.py."""
+    data = yaml.safe_load((Path(__file__).resolve().parents[2] / "rubrics" / "expbench-v1.yaml").read_text())
+    for stage in data["stages"]:
+        for leaf in stage["leaves"]:
+            if leaf["check"]["name"] == "outcome_claim_supported":
+                leaf["check"]["args"].update(require_grounding=False, hedge_cap="pass", admission_cap="pass")
+    return parse_rubric(data, "expbench-v1 (grounding off)")
+
+
 @pytest.fixture(scope="module")
 def grader() -> Grader:
-    return Grader(load_rubric("expbench-v1"), EmbeddedJudge(), detect_copies=False)
+    return Grader(alignment_rubric(), EmbeddedJudge(), detect_copies=False)
 
 
 @pytest.fixture(scope="module")
