@@ -38,6 +38,26 @@ def get_service(request: Request) -> Service:
     return service
 
 
+def presented_key(api_key: str | None, bearer: HTTPAuthorizationCredentials | None) -> str:
+    """The API key a request presents (X-API-Key, else Authorization: Bearer).
+
+    Raises:
+        Unauthorized: the request presents none.
+    """
+    secret = api_key or (bearer.credentials if bearer is not None else None)
+    if not secret:
+        raise Unauthorized(
+            "an API key is required (X-API-Key header or Authorization: Bearer)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return secret
+
+
+def unknown_key() -> Unauthorized:
+    """The error for a key the store does not know (or has revoked)."""
+    return Unauthorized("unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+
+
 async def get_tenant(
     service: Annotated[Service, Depends(get_service)],
     api_key: Annotated[str | None, Depends(_api_key_header)],
@@ -50,15 +70,9 @@ async def get_tenant(
     """
     if not service.settings.auth_enabled:
         return LOCAL_TENANT
-    secret = api_key or (bearer.credentials if bearer is not None else None)
-    if not secret:
-        raise Unauthorized(
-            "an API key is required (X-API-Key header or Authorization: Bearer)",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    tenant = await service.store.api_keys.authenticate(secret)
+    tenant = await service.store.api_keys.authenticate(presented_key(api_key, bearer))
     if tenant is None:
-        raise Unauthorized("unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+        raise unknown_key()
     return tenant
 
 

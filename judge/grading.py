@@ -10,7 +10,7 @@ from typing import Any
 import judge
 from judge.evidence.builder import EvidenceBuilder
 from judge.evidence.embeddings import Embedder, default_embedder
-from judge.evidence.leak_detection import LeakFinding
+from judge.evidence.leak_detection import LeakDetector, LeakFinding
 from judge.evidence.submission_view import SubmissionView
 from judge.evidence.types import GradingContext, LeafEvidence
 from judge.ground_truth_leaks import LEAF_FLAG, LEAK_FLAG, copied_leaves, copy_warnings, find_copies, without_copies
@@ -29,6 +29,8 @@ from judge.models import (
 from judge.rubric_loader import expand_rubric
 from judge.scoring import collect_error_labels, expbench_metrics, overall_score, stage_scores
 
+# Tasks whose copy detectors a Grader keeps (oldest dropped first).
+_DETECTORS_KEPT = 64
 # Which stage each gate decides, and the submission field whose absence triggers it.
 _GATES: dict[str, str] = {
     "empty_diff_fails_implementation": "implementation",
@@ -130,8 +132,19 @@ class Grader:
         self.rubric = rubric
         self.judge = judge
         self.detect_copies = detect_copies
+        self._detectors: dict[str, LeakDetector] = {}
         self.builder = EvidenceBuilder(embedder or default_embedder())
         self.fingerprint = fingerprint_for(rubric, judge, self.builder.embedder)
+
+    def _detector(self, task: Task) -> LeakDetector:
+        """The copy detector of `task`, built once per task (a regrade grades many runs of one task)."""
+        key = task.content_hash()
+        detector = self._detectors.get(key)
+        if detector is None:
+            if len(self._detectors) >= _DETECTORS_KEPT:
+                self._detectors.pop(next(iter(self._detectors)))
+            detector = self._detectors[key] = LeakDetector.for_task(task)
+        return detector
 
     def _decide_gates(self, leaves: list[Leaf], view: SubmissionView) -> dict[str, LeafResult]:
         decided: dict[str, LeafResult] = {}
@@ -155,7 +168,8 @@ class Grader:
         """
         masked = [str(f) for f in task.metadata.get("masked_source", []) or []]
         # Text copied from the hidden ground truth is flagged and blanked out before anything aligns to it.
-        copies = await asyncio.to_thread(find_copies, task, submission) if self.detect_copies else []
+        copies = (await asyncio.to_thread(find_copies, task, submission, self._detector(task))
+                  if self.detect_copies else [])
         view = SubmissionView.build(without_copies(submission, copies), masked_files=masked)
         leaves = expand_rubric(self.rubric, task)
         decided = self._decide_gates(leaves, view)

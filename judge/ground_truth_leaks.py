@@ -20,9 +20,10 @@ _KIND_OF_EXPANSION = {"requirement": "requirement", "outcome_claim": "expected_o
 _MAX_WARNINGS = 5
 
 
-def find_copies(task: Task, submission: Submission) -> list[LeakFinding]:
-    """Every span of `submission` that copies an item of `task`'s ground truth."""
-    return LeakDetector.for_task(task).scan_submission(submission)
+def find_copies(task: Task, submission: Submission, detector: LeakDetector | None = None) -> list[LeakFinding]:
+    """Every span of `submission` that copies an item of `task`'s ground truth (`detector`: one built for
+    `task` already, e.g. by a caller grading many submissions of one task)."""
+    return (detector or LeakDetector.for_task(task)).scan_submission(submission)
 
 
 def without_copies(submission: Submission, findings: list[LeakFinding]) -> Submission:

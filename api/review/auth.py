@@ -16,8 +16,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from api.deps import LOCAL_TENANT, Service, ServiceDep
-from api.errors import ApiError, Unauthorized
+from api.deps import LOCAL_TENANT, Service, ServiceDep, presented_key, unknown_key
+from api.errors import ApiError
 from judge.store.review_records import KeyIdentity, SessionRecord
 from judge.store.review_sessions import LOCAL_KEY_ID, csrf_token
 
@@ -51,13 +51,9 @@ async def get_identity(
     """
     if not service.settings.auth_enabled:
         return LOCAL_IDENTITY
-    secret = api_key or (bearer.credentials if bearer is not None else None)
-    if not secret:
-        raise Unauthorized("an API key is required (X-API-Key header or Authorization: Bearer)",
-                           headers={"WWW-Authenticate": "Bearer"})
-    identity = await service.store.api_keys.identify(secret)
+    identity = await service.store.api_keys.identify(presented_key(api_key, bearer))
     if identity is None:
-        raise Unauthorized("unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+        raise unknown_key()
     return identity
 
 

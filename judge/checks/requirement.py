@@ -60,10 +60,10 @@ def _sufficient_code(unit: CodeUnit, min_lines: int) -> bool:
 
 def _shortlist(view: SubmissionView, queries: list[str]) -> tuple[CodeIndex, Shortlist]:
     key = (_MEMO, tuple(queries))
-    cached = view.memo.get(str(key))
-    if cached is None:
+    if key not in view.memo:
         index = CodeIndex(view.code_units, RetrievalConfig())
-        cached = view.memo[str(key)] = (index, index.shortlist(queries))
+        view.memo[key] = (index, index.shortlist(queries))
+    cached: tuple[CodeIndex, Shortlist] = view.memo[key]
     return cached
 
 
@@ -139,8 +139,8 @@ class RequirementInDiff(Check):
         first = next((i for i, role in enumerate(unit.roles) if role == "code"), 0)
         return AlignedSnippet(
             source="diff", text="\n".join(unit.lines[first:]), similarity=similarity,
-            location=f"{unit.file_path}:{unit.line_numbers[first]}-{unit.end_line} ({unit.kind} {unit.name})".replace(
-                " )", ")"),
+            location=f"{unit.file_path}:{unit.line_numbers[first]}-{unit.end_line} "
+                     f"({' '.join(filter(None, (unit.kind, unit.name)))})",
             meta={"unit": unit.id, "file": unit.file_path, "kind": unit.kind, "retrieval_score": round(score, 6),
                   "executable_share": round(unit.executable_share, 4),
                   "code": _sufficient_code(unit, min_code_lines),

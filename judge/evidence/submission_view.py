@@ -70,7 +70,7 @@ class SubmissionView:
     injections: list[InjectionFinding] = field(default_factory=list)
     diff_injected: bool = False
     # What checks compute once per submission and share between `texts_to_embed` and `build_evidence`.
-    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, submission: Submission, *, masked_files: list[str] | None = None) -> SubmissionView:
