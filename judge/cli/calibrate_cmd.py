@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from calibration.report_baselines import BaselineTable
     from calibration.report_html import CalibrationReportData
     from calibration.runner import RunStats
+    from calibration.store_labels import StoredCalibration
 
 FIGURES = (("macro_f1", "macro-F1"), ("cohen_kappa", "Cohen's kappa"), ("krippendorff_alpha", "Krippendorff's alpha"),
            ("accuracy", "accuracy"))
@@ -160,26 +161,86 @@ def check_out_dir(out: Path) -> None:
         raise InputError(f"cannot create the output folder: {exc.strerror}", field=str(out)) from exc
 
 
+StoreOutOpt = Annotated[Path | None, typer.Option(
+    "--out", help="Folder for report.json and report.html (needed with --labels).")]
+OptionalLabelsOpt = Annotated[Path | None, typer.Option(
+    "--labels", help="Labels: a CRScore claims folder, or a labels file. Or leave it out and name stored labels "
+    "with --tenant and --fingerprint.")]
+TenantOpt = Annotated[str | None, typer.Option(
+    "--tenant", help="With --fingerprint: the tenant whose labels from the review pages are measured.")]
+FingerprintOpt = Annotated[str | None, typer.Option(
+    "--fingerprint", help="With --tenant: measure the verdicts stored under this fingerprint digest.")]
+
+
+def render_stored_calibration(outcome: StoredCalibration, tenant: str, fingerprint: str) -> None:
+    """Stored verdicts against reviewers' labels, and reviewers against each other, as `calibrate` prints it."""
+    overall = outcome.overall
+    typer.echo(f"stored verdicts of fingerprint {fingerprint} vs the labels of tenant {shown(tenant)}: "
+               f"{overall.n_paired} units with both labels")
+    for name in ("accuracy", "macro_f1", "cohen_kappa"):
+        typer.echo(f"  judge vs human {name}: {overall.headline()[name].format()}")
+    if outcome.ceiling is not None:
+        typer.echo(f"  human vs human ({outcome.ceiling.n_paired} units): macro_f1 "
+                   f"{outcome.ceiling.macro_f1.format()}, cohen_kappa {outcome.ceiling.cohen_kappa.format()}")
+    else:
+        typer.echo(f"  no human ceiling: {shown(outcome.ceiling_reason or '')}")
+    for note in outcome.notes:
+        typer.echo(f"note: {shown(note)}", err=True)
+    state = "stored" if outcome.stored_new else "already stored"
+    typer.echo(f"calibration {outcome.record.calibration_id} {state}")
+
+
+def calibrate_store_labels(tenant: str, fingerprint: str, *, bootstrap: int, database_url: str | None) -> None:
+    """Measure the verdicts stored under a fingerprint against the tenant's stored labels; store and print it."""
+    from calibration.store_labels import calibrate_stored
+
+    with exit_on_input_error():
+        outcome = asyncio.run(with_store(database_url, lambda store: calibrate_stored(
+            store, tenant, fingerprint, n_resamples=bootstrap)))
+    render_stored_calibration(outcome, tenant, fingerprint)
+
+
 @app.command("calibrate")
 def calibrate_command(
-    labels: LabelsOpt,
-    out: OutOpt,
+    labels: OptionalLabelsOpt = None,
+    out: StoreOutOpt = None,
     judge: JudgeOpt = "embedded",
     rubric: RubricOpt = "crscore-claims-v1",
     samples: SamplesOpt = 1,
     api_base: ApiBaseOpt = None,
     limit: LimitOpt = None,
     language: LanguageOpt = None,
+    tenant: TenantOpt = None,
+    fingerprint: FingerprintOpt = None,
     database_url: DatabaseOpt = None,
     bootstrap: BootstrapOpt = 1000,
     progress: ProgressOpt = True,
 ) -> None:
     """Run a judge over labelled items (cached), print its agreement next to the human ceiling and trivial
-    baselines, store it."""
+    baselines, store it. With --tenant and --fingerprint instead of --labels: measure the verdicts stored under
+    that fingerprint against the labels reviewers gave on the review pages."""
     from calibration.calibrate_run import calibrate
     from calibration.judgeeval import rubric_for
     from calibration.judgeeval_report import report_judgeeval
 
+    with exit_on_input_error():
+        stored = tenant is not None or fingerprint is not None
+        if stored and labels is not None:
+            raise InputError("give --labels (a labels file) or --tenant and --fingerprint (stored labels), not both",
+                             field="--labels")
+        if stored:
+            if tenant is None or fingerprint is None:
+                raise InputError("stored labels need both --tenant and --fingerprint",
+                                 field="--tenant" if tenant is None else "--fingerprint")
+        elif labels is None:
+            raise InputError("name the labels: --labels FILE_OR_FOLDER, or --tenant and --fingerprint", field="--labels")
+        elif out is None:
+            raise InputError("--out is needed with --labels (the report's folder)", field="--out")
+    if stored:
+        assert tenant is not None and fingerprint is not None
+        calibrate_store_labels(tenant, fingerprint, bootstrap=bootstrap, database_url=database_url)
+        return
+    assert labels is not None and out is not None
     with exit_on_input_error():
         check_out_dir(out)
         rubric = rubric_for(labels, rubric)  # a JudgeEval folder is graded with judgeeval-v1 unless told otherwise

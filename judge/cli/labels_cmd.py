@@ -51,23 +51,8 @@ def calibrate(
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples per interval.")] = 1000,
     database_url: DatabaseOpt = None,
 ) -> None:
-    """Measure the verdicts stored under a fingerprint against the tenant's labels; store it as a calibration."""
-    from calibration.store_labels import calibrate_stored
+    """Measure the verdicts stored under a fingerprint against the tenant's labels; store it as a calibration
+    (the same as `expjudge calibrate --tenant T --fingerprint F`)."""
+    from judge.cli.calibrate_cmd import calibrate_store_labels
 
-    with exit_on_input_error():
-        outcome = asyncio.run(with_store(database_url, lambda store: calibrate_stored(
-            store, tenant, fingerprint, n_resamples=bootstrap)))
-    overall = outcome.overall
-    typer.echo(f"stored verdicts of fingerprint {fingerprint} vs the labels of tenant {shown(tenant)}: "
-               f"{overall.n_paired} units with both labels")
-    for name in ("accuracy", "macro_f1", "cohen_kappa"):
-        typer.echo(f"  {name}: {overall.headline()[name].format()}")
-    if outcome.ceiling is not None:
-        typer.echo(f"  human vs human ({outcome.ceiling.n_paired} units): macro_f1 "
-                   f"{outcome.ceiling.macro_f1.format()}, cohen_kappa {outcome.ceiling.cohen_kappa.format()}")
-    else:
-        typer.echo(f"  no human ceiling: {shown(outcome.ceiling_reason or '')}")
-    for note in outcome.notes:
-        typer.echo(f"note: {shown(note)}", err=True)
-    state = "stored" if outcome.stored_new else "already stored"
-    typer.echo(f"calibration {outcome.record.calibration_id} {state}")
+    calibrate_store_labels(tenant, fingerprint, bootstrap=bootstrap, database_url=database_url)

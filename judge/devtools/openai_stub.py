@@ -6,7 +6,8 @@ short text, numbers their minimum, a tuple (`prefixItems`) one value per slot, a
 objects whose items carry an id-like field with an enum gets one item per listed id (so a judge
 asking about leaves L1..Ln gets n verdicts either way).
 Latency is fixed and configurable; faults (429 with Retry-After, 500, hangs, invalid JSON in the
-tool arguments) are injected at configurable rates from a seeded generator.
+tool arguments) are injected at configurable rates from a seeded generator, after an optional
+`fault_plan` (outcomes served in order first, so a short test meets every fault it names).
 
 Run: ``python -m judge.devtools.openai_stub --port 8001 --latency-ms 0``.
 Control (tests): ``POST /_stub/config`` with any of the options as JSON, ``GET /_stub/stats``,
@@ -23,7 +24,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +49,10 @@ class StubConfig(BaseModel):
     hang_seconds: float = Field(default=3600.0, ge=0)
     hold_marker: str | None = Field(
         default=None, description="Requests whose body contains this text wait until /_stub/release."
+    )
+    fault_plan: list[Literal["ok", "429", "500", "hang", "invalid_json"]] = Field(
+        default_factory=list,
+        description="Outcomes served in this order to the next completions, before the rates apply again.",
     )
     seed: int = 0
 
@@ -130,6 +135,7 @@ class OpenAIStub:
     def __init__(self, config: StubConfig) -> None:
         self.config = config
         self.random = random.Random(config.seed)
+        self.planned: list[str] = list(config.fault_plan)
         self.stats: Counter[str] = Counter()
         self.release = asyncio.Event()
         self.ids = itertools.count(1)
@@ -186,6 +192,7 @@ class OpenAIStub:
         if self.config.hold_marker:
             self.release = asyncio.Event()
         self.random = random.Random(self.config.seed)
+        self.planned = list(self.config.fault_plan)
         return 200, self.config.model_dump(), {}
 
     async def complete(self, body: bytes) -> tuple[int, Any, dict[str, str]]:
@@ -206,6 +213,13 @@ class OpenAIStub:
             self.stats["released"] += 1
         if config.latency_ms:
             await asyncio.sleep(config.latency_ms / 1000.0)
+        if self.planned:
+            planned = self.planned.pop(0)
+            if planned in ("hang", "429", "500"):
+                self.stats[planned] += 1
+                return await self._fault(planned)
+            self.stats[planned] += 1
+            return 200, self._answer(request, invalid=planned == "invalid_json"), {}
         draw = self.random.random()
         for outcome, rate in (
             ("hang", config.hang_rate),

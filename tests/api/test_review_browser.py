@@ -1,7 +1,9 @@
 """The review pages in a real Chromium against a real `expjudge serve` on loopback, driven by the keyboard.
 
 Skips (with the reason) only when Chromium, chromedriver or selenium is not installed. Saves the
-screenshots docs/img/review-grade.png and docs/img/review-queue.png.
+screenshots review-grade.png and review-queue.png in the test's temporary folder, or in the folder
+EXPJUDGE_SCREENSHOT_DIR names (`EXPJUDGE_SCREENSHOT_DIR=docs/img` retakes the README's pictures); a test run
+never writes into the checkout on its own.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -20,10 +23,10 @@ import httpx
 import pytest
 
 from judge.devtools.local_services import expjudge_command, offline_env, start_service
+from judge.models.grade import JudgeFingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "grade_request.json"
-SCREENSHOTS = REPO / "docs" / "img"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 # One hunk more than the bundled example: it implements the task's requirement 0, so that requirement's
 # leaf cites diff evidence (the bundled diff implements no requirement, so no requirement leaf cites any).
@@ -80,7 +83,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                 response = client.post("/v1/grade", json=body)
                 assert response.status_code == 200, response.text
                 grades.append(response.json())
-        yield {"base": base, "keys": keys, "example": grades[0], "extended": grades[1]}
+        yield {"base": base, "keys": keys, "env": env, "example": grades[0], "extended": grades[1]}
     finally:
         child.stop()
 
@@ -146,7 +149,9 @@ def my_labels(driver: Any) -> dict[str, str]:
     return {leaf: f"{label}|{text}" for leaf, label, text in found}
 
 
-def test_two_reviewers_label_by_keyboard_and_the_evidence_is_highlighted(served: dict[str, Any], browser: Any) -> None:
+def test_two_reviewers_label_by_keyboard_and_the_evidence_is_highlighted(served: dict[str, Any], browser: Any,
+                                                                         tmp_path: Path) -> None:
+    screenshots = Path(os.environ.get("EXPJUDGE_SCREENSHOT_DIR") or tmp_path)
     from selenium.webdriver.common.by import By
 
     base, keys = served["base"], served["keys"]
@@ -191,8 +196,8 @@ def test_two_reviewers_label_by_keyboard_and_the_evidence_is_highlighted(served:
     wait_for(lambda: settled(browser, 1), "the requirement's label")
     browser.execute_script("document.getElementById('leaf-requirement.0').scrollIntoView({block: 'start'});"
                            "window.scrollBy(0, -8);")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(SCREENSHOTS / "review-grade.png"))
+    screenshots.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(screenshots / "review-grade.png"))
 
     # A second reviewer sees that ann labelled these leaves, but not how, until giving their own labels.
     log_in(browser, base, keys["bob"])
@@ -219,4 +224,14 @@ def test_two_reviewers_label_by_keyboard_and_the_evidence_is_highlighted(served:
     assert browser.find_element(By.CSS_SELECTOR, "a[rel=next]").text.startswith("next page")
     confidences = [float(c.text.split()[-1]) for c in browser.find_elements(By.CSS_SELECTOR, "section.leaf .conf")]
     assert confidences == sorted(confidences)
-    browser.save_screenshot(str(SCREENSHOTS / "review-queue.png"))
+    assert browser.save_screenshot(str(screenshots / "review-queue.png"))
+
+    # `expjudge calibrate` on the stored labels: the judge against each reviewer, and the two reviewers.
+    digest = JudgeFingerprint.model_validate(example["fingerprint"]).digest
+    measured = subprocess.run([*expjudge_command(), "calibrate", "--tenant", "lab", "--fingerprint", digest,
+                               "--bootstrap", "50"], env=served["env"], capture_output=True, text=True,
+                              timeout=300, check=False)
+    assert measured.returncode == 0, measured.stderr
+    assert f"stored verdicts of fingerprint {digest}" in measured.stdout
+    assert "judge vs human cohen_kappa" in measured.stdout
+    assert "human vs human (5 units)" in measured.stdout, measured.stdout

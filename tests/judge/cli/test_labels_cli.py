@@ -88,5 +88,11 @@ def test_keys_get_roles_and_labels_export_and_calibrate(tmp_path: Path) -> None:
             await store.close()
 
     assert [name.split("@")[0] for name in asyncio.run(runs())] == [f"store:lab:{digest}"]
-    again = run(env, "labels", "calibrate", "--tenant", "lab", "--fingerprint", digest, "--bootstrap", "20")
-    assert "already stored" in again.stdout
+    again = run(env, "calibrate", "--tenant", "lab", "--fingerprint", digest, "--bootstrap", "20")  # the same command
+    assert again.returncode == 0 and "already stored" in again.stdout and "human vs human (2 units)" in again.stdout
+    both = run(env, "calibrate", "--labels", str(out), "--tenant", "lab", "--fingerprint", digest)
+    assert both.returncode == 2 and "not both" in both.stderr
+    half = run(env, "calibrate", "--tenant", "lab")
+    assert half.returncode == 2 and "--fingerprint" in half.stderr
+    no_out = run(env, "calibrate", "--labels", str(out))
+    assert no_out.returncode == 2 and "--out" in no_out.stderr

@@ -82,3 +82,19 @@ def test_tool_call_answer_and_configured_faults(stub: str) -> None:
         httpx.post(f"{stub}/_stub/config", json={"fail_429_rate": 0, "fail_500_rate": 0, "invalid_json_rate": 0})
     stats = httpx.get(f"{stub}/_stub/stats").json()
     assert stats["429"] == 1 and stats["500"] == 1 and stats["invalid_json"] == 1 and stats["ok"] >= 1
+
+
+def test_fault_plan_is_served_in_order_before_the_rates(stub: str) -> None:
+    try:
+        httpx.post(f"{stub}/_stub/config", json={"fault_plan": ["500", "invalid_json", "429", "ok"],
+                                                 "retry_after_seconds": 2}).raise_for_status()
+        first, second, third, fourth, after = (_ask(stub) for _ in range(5))
+        assert first.status_code == 500
+        broken = second.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(broken)
+        assert third.status_code == 429 and third.headers["retry-after"] == "2"
+        assert fourth.status_code == 200 and after.status_code == 200  # plan used up, rates (all 0) apply
+        assert httpx.post(f"{stub}/_stub/config", json={"fault_plan": ["teapot"]}).status_code == 422
+    finally:
+        httpx.post(f"{stub}/_stub/config", json={"fault_plan": []})

@@ -3,12 +3,17 @@ one graded (values, grouped metrics, grade id and fingerprint in the metadata), 
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 
 import pytest
 
+from judge.grading import grade_async
 from judge.groundtruth_submission import submission_from_ground_truth
+from judge.judges.registry import build_judge
+from judge.loaders.native import parse_submission
+from judge.rubric_loader import load_rubric
 from tests.judge.regrade.conftest import expbench_task
 
 inspect_ai = pytest.importorskip("inspect_ai")  # the optional extra `inspect`
@@ -37,7 +42,16 @@ def test_inspect_eval_scores_samples_with_expjudge(tmp_path: Path) -> None:
     assert log.status == "success", log.error
     scores = {s.id: s.scores["expjudge"] for s in log.samples or []}
     graded = scores["graded"]
-    assert graded.value["D"] == pytest.approx(100.0) and graded.value["I"] > 0 and graded.value["E"] == 1.0
+    # The same grade as the library gives the same submission with the model's completion as its conclusion
+    # (a ground-truth copy: its design is flagged as copied, so D is what grading says, not 100).
+    completion = log.samples[0].output.completion if log.samples else ""
+    direct = asyncio.run(grade_async(task, parse_submission(
+        {**submission, "submission_id": "inspect-graded-epoch1", "conclusion": completion}, field="submission"),
+        rubric=load_rubric("expbench-v1"), judge=build_judge("embedded")))
+    expected = {"D": direct.metrics.D, "I": direct.metrics.I, "E": float(bool(direct.metrics.E)),
+                "C": float(bool(direct.metrics.C))}
+    assert {key: graded.value[key] for key in ("D", "I", "E", "C")} == expected
+    assert graded.value["D"] > 0 and graded.value["I"] > 0 and graded.value["E"] == 1.0
     assert graded.value["C"] == 0.0  # the mock model's completion is the conclusion: it states no expected claim
     assert len(graded.metadata["fingerprint"]) == 16 and len(graded.metadata["grade_id"]) == 32
     assert graded.metadata["rubric"] == "expbench-v1@1.0.0"

@@ -88,7 +88,7 @@ class Stub:
 
     def reset(self) -> None:
         """Zero the counters and switch faults and latency off."""
-        self.configure(latency_ms=0, fail_429_rate=0, fail_500_rate=0, hang_rate=0, invalid_json_rate=0)
+        self.configure(latency_ms=0, fail_429_rate=0, fail_500_rate=0, hang_rate=0, invalid_json_rate=0, fault_plan=[])
         httpx.post(f"{self.base}/_stub/reset", timeout=10).raise_for_status()
 
     def stats(self) -> dict[str, int]:

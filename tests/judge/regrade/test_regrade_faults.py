@@ -25,7 +25,10 @@ async def test_faulty_upstream_loses_no_run(tmp_path: Path, fresh_stub: Stub) ->
     runs = write_jsonl(tmp_path / "runs.jsonl", lines)
     db, out = tmp_path / "store.db", tmp_path / "out"
     fresh_stub.configure(fail_429_rate=0.15, retry_after_seconds=0.2, fail_500_rate=0.1, hang_rate=0.08,
-                         hang_seconds=30, invalid_json_rate=0.12, seed=11)
+                         hang_seconds=30, invalid_json_rate=0.12, seed=11,
+                         # Each fault at least once; then more invalid answers in a row than calls can be in flight
+                         # at the block's two ends (2 x 12), so at least one call gets no valid answer at all.
+                         fault_plan=["429", "ok", "500", "hang"] + ["invalid_json"] * 26)
     settings = Settings(llm_api_key="sk-stub", llm_timeout_seconds=1.0, llm_max_transport_retries=2,
                         llm_max_validation_retries=1)
     options = RegradeOptions(paths=[runs], out_dir=out, judge="openai/stub-faults", api_base=fresh_stub.api_base,
