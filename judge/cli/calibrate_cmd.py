@@ -233,7 +233,8 @@ def calibrate_command(
                 raise InputError("stored labels need both --tenant and --fingerprint",
                                  field="--tenant" if tenant is None else "--fingerprint")
         elif labels is None:
-            raise InputError("name the labels: --labels FILE_OR_FOLDER, or --tenant and --fingerprint", field="--labels")
+            raise InputError("name the labels: --labels FILE_OR_FOLDER, or --tenant and --fingerprint",
+                             field="--labels")
         elif out is None:
             raise InputError("--out is needed with --labels (the report's folder)", field="--out")
     if stored:
