@@ -1,4 +1,5 @@
-"""Load and soak: 50 concurrent clients POST /v1/grade (embedded judge) for a set time, on SQLite and PostgreSQL.
+"""Load and soak: 50 concurrent clients POST /v1/grade for a set time, on SQLite and PostgreSQL, with the embedded
+judge and with the LLM judge against the local OpenAI-compatible stub (judge.devtools.openai_stub, 0 ms latency).
 
 Each request grades new content (its own submission id, run id and conclusion, so no answer comes from the
 grade cache) and carries its own Idempotency-Key. After the run, the store is read directly: every
@@ -7,6 +8,7 @@ requests (target 0), p50/p99 latency, grades/s, the service's RSS after warm-up 
 "database is locked" lines in the service log (target 0).
 
 Run: .venv/bin/python bench/load_soak.py [--minutes 10] [--clients 50] [--database sqlite|postgres|both]
+                                         [--judge embedded|llm|both]
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +33,28 @@ from sqlalchemy.ext.asyncio import create_async_engine
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from judge.devtools.local_services import offline_env, scratch_database, start_service  # noqa: E402
+from judge.devtools.local_services import (  # noqa: E402
+    offline_env,
+    scratch_database,
+    start_openai_stub,
+    start_service,
+)
 from judge.store import Store  # noqa: E402
 
 EXAMPLE = json.loads((REPO / "examples" / "grade_request.json").read_text())
 
 
-def _body() -> tuple[str, bytes]:
+LLM_JUDGE = "openai/stub-soak"
+
+
+def _body(judge: str) -> tuple[str, bytes]:
     marker = uuid.uuid4().hex
     submission = {**EXAMPLE["submission"], "submission_id": f"soak-{marker}", "run_id": f"soak-{marker}",
                   "conclusion": f"{EXAMPLE['submission']['conclusion']} (run {marker})"}
-    return marker, json.dumps({**EXAMPLE, "submission": submission}).encode()
+    request = {**EXAMPLE, "submission": submission}
+    if judge == "llm":
+        request["judge"] = LLM_JUDGE
+    return marker, json.dumps(request).encode()
 
 
 def _rss_mb(pid: int) -> float:
@@ -52,7 +65,7 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def _drive(base: str, key: str, clients: int, seconds: float) -> dict[str, Any]:
+async def _drive(base: str, key: str, clients: int, seconds: float, judge: str) -> dict[str, Any]:
     latencies: list[float] = []
     accepted: list[str] = []
     failures: Counter[str] = Counter()
@@ -62,7 +75,7 @@ async def _drive(base: str, key: str, clients: int, seconds: float) -> dict[str,
 
         async def worker() -> None:
             while time.monotonic() < deadline:
-                marker, body = _body()
+                marker, body = _body(judge)
                 started = time.perf_counter()
                 try:
                     response = await client.post("/v1/grade", content=body, headers={
@@ -108,15 +121,22 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def run(database: str, minutes: float, clients: int, logs: Path) -> int:
+def run(database: str, judge: str, minutes: float, clients: int, logs: Path, *, warm_up_seconds: float = 20) -> int:
+    """Drive one service for `minutes` after a warm-up; print the figures; return the problems found (0: none)."""
     sqlite_url = f"sqlite+aiosqlite:///{logs / f'soak-{time.time_ns()}.db'}"
-    with scratch_database() if database == "postgres" else nullcontext(sqlite_url) as url:
+    with ExitStack() as stack:
+        url = stack.enter_context(scratch_database() if database == "postgres" else nullcontext(sqlite_url))
+        env = offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true")
+        if judge == "llm":
+            stub, stub_base = start_openai_stub(logs, "--latency-ms", "0")
+            stack.callback(stub.stop)
+            env.update(EXPJUDGE_LLM_API_BASE=f"{stub_base}/v1", EXPJUDGE_LLM_API_KEY="sk-stub")
         key = asyncio.run(_key(url))
-        child, base = start_service(logs, offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true"))
+        child, base = start_service(logs, env)
         try:
-            warm = asyncio.run(_drive(base, key, clients, 20))  # model loaded, caches and pools filled
+            warm = asyncio.run(_drive(base, key, clients, warm_up_seconds, judge))  # model loaded, pools filled
             after_warm_up = _rss_mb(child.pid)
-            result = asyncio.run(_drive(base, key, clients, minutes * 60))
+            result = asyncio.run(_drive(base, key, clients, minutes * 60, judge))
             at_end = _rss_mb(child.pid)
             stored = asyncio.run(_stored(url, "soak"))
             log = child.output()
@@ -126,9 +146,10 @@ def run(database: str, minutes: float, clients: int, logs: Path) -> int:
     missing = [run_id for run_id in accepted if stored.get(run_id, 0) == 0]
     twice = [run_id for run_id, count in stored.items() if count > 1]
     unasked = [run_id for run_id in stored if run_id not in accepted]
-    failed = sum(warm["failures"].values()) + sum(result["failures"].values())
+    failed = int(sum(warm["failures"].values()) + sum(result["failures"].values()))
     locked = log.count("database is locked")
     lat = result["latencies"]
+    database = f"{database}, {judge}"
     print(f"[{database}] {clients} clients, {minutes:g} min: {len(result['accepted'])} grades, "
           f"{len(result['accepted']) / result['elapsed']:.2f} grades/s, "
           f"p50 {_percentile(lat, 0.5):.2f} s, p99 {_percentile(lat, 0.99):.2f} s, "
@@ -146,14 +167,16 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--database", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--judge", choices=["embedded", "llm", "both"], default="both")
     args = parser.parse_args()
     logs = Path(tempfile.mkdtemp(prefix="expjudge-soak-"))
     problems = 0
-    for database in ("sqlite", "postgres") if args.database == "both" else (args.database,):
-        problems += run(database, args.minutes, args.clients, logs)
+    for judge in ("embedded", "llm") if args.judge == "both" else (args.judge,):
+        for database in ("sqlite", "postgres") if args.database == "both" else (args.database,):
+            problems += run(database, judge, args.minutes, args.clients, logs)
     print(f"service logs: {logs}")
     print(f"reproduce: .venv/bin/python bench/load_soak.py --minutes {args.minutes:g} --clients {args.clients} "
-          f"--database {args.database}")
+          f"--database {args.database} --judge {args.judge}")
     sys.exit(1 if problems else 0)
 
 
