@@ -8,6 +8,7 @@ processes, each case on a fresh service) under 1 GB. After every case /healthz m
 Prints one line per case and service: status, seconds, peak RSS; then the worst peak and the command.
 
 Run: .venv/bin/python bench/bad_input.py [--timeout 300] [--raised-limit-mb 256] [--small] [--size-mb 19]
+     [--cases "big diff,diff of many files"] [--files 100000]
 """
 
 from __future__ import annotations
@@ -131,6 +132,8 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="5 MB instead of 100 MB (a quick check)")
     parser.add_argument("--size-mb", type=float, default=None,
                         help="MB of the big diff, conclusion and garbage cases (19: under the default limit)")
+    parser.add_argument("--cases", default=None, help=f"comma-separated subset of: {', '.join(FULL)}")
+    parser.add_argument("--files", type=int, default=None, help="files of the many-files case")
     args = parser.parse_args()
     logs = Path(tempfile.mkdtemp(prefix="expjudge-bad-input-"))
     url = f"sqlite+aiosqlite:///{logs / 'store.db'}"
@@ -142,6 +145,14 @@ def main() -> None:
         for name in ("big diff", "big conclusion", "binary garbage", "invalid UTF-8"):
             sizes[name] = int(args.size_mb * MB)
         sizes["control characters"] = int(args.size_mb * MB / 11)  # JSON escapes make its body ~11x larger
+    if args.files is not None:
+        sizes["diff of many files"] = args.files
+    if args.cases:
+        wanted = [name.strip() for name in args.cases.split(",")]
+        unknown = [name for name in wanted if name not in sizes]
+        if unknown:
+            parser.error(f"unknown case(s): {', '.join(unknown)}")
+        sizes = {name: sizes[name] for name in wanted}
     failures = 0
     default_limit = 20 * MB
     oversized = {name: size for name, size in sizes.items() if len(CASES[name](example, size)) > default_limit}
@@ -157,7 +168,9 @@ def main() -> None:
     print(f"service logs: {logs}")
     print(f"reproduce: .venv/bin/python bench/bad_input.py --timeout {args.timeout:.0f} "
           f"--raised-limit-mb {args.raised_limit_mb}{' --small' if args.small else ''}"
-          f"{f' --size-mb {args.size_mb:g}' if args.size_mb is not None else ''}")
+          f"{f' --size-mb {args.size_mb:g}' if args.size_mb is not None else ''}"
+          f"{f' --files {args.files}' if args.files is not None else ''}"
+          f"{f' --cases {chr(34)}{args.cases}{chr(34)}' if args.cases else ''}")
     sys.exit(1 if failures else 0)
 
 

@@ -211,6 +211,7 @@ class Grader:
             warnings += [f"instruction aimed at the grader in the submission (ignored): {i.quote[:160]!r}"
                          for i in view.injections[:5]]
         warnings += _narrowing_warnings(prepared.evidence)
+        warnings += view.diff.notes  # what a diff too big to read whole left out of the evidence
         for check in self.builder.checks:  # grade-level findings of the checks this grade used
             if any(leaf.check.name == check.name for leaf in prepared.leaves):
                 warnings += check.grade_warnings(self.rubric, prepared.evidence, results)

@@ -6,11 +6,19 @@ shows (added and context lines) are known, so units never span a line the diff d
 with no added line is dropped (it is code the submission did not write). Files are parsed with tree-sitter
 (`code_languages`), lines classified from the parse tree (`code_line_roles`), and cut by `code_segments`;
 notebooks are read cell by cell (`notebook_cells`); files no grammar reads are cut into paragraphs.
+
+A diff too big to index whole stays within a memory bound (`UnitBudget`): a parse tree costs about 2 KB
+per line, so a file longer than `max_parsed_rows` is read line by line like a file without a grammar;
+runs of rows the diff does not show are shortened in a file whose hunk headers claim more than
+`max_file_rows` rows; and units are cut from files in patch order until `max_lines` post-image lines or
+`max_units` units are reached. What was left out is written to the diff's `notes`, for the grade's
+warnings. Diffs under the budget are cut exactly as before.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -19,7 +27,14 @@ from dataclasses import dataclass, field
 from tree_sitter import Node, QueryCursor
 from unidiff.constants import RE_HUNK_HEADER
 
-from judge.evidence.code_languages import NOTEBOOK, LanguageProfile, heading_query, parser_for, profile_for
+from judge.evidence.code_languages import (
+    NOTEBOOK,
+    PLAIN_TEXT,
+    LanguageProfile,
+    heading_query,
+    parser_for,
+    profile_for,
+)
 from judge.evidence.code_line_roles import LineRole, RowInfo, classify_text_rows, classify_tree_rows
 from judge.evidence.code_segments import Chunk, ChunkKind, SegmentLimits, segment_lines, segment_tree
 from judge.evidence.code_terms import identifiers_in, split_identifier
@@ -28,6 +43,25 @@ from judge.evidence.notebook_cells import read_cells
 
 UnitKind = ChunkKind
 _EMPTY_STRING = re.compile(r"(?:\"\"|'')")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UnitBudget:
+    """How much of a diff is cut into units, so that any diff the service accepts grades in bounded memory.
+
+    Attributes:
+        max_parsed_rows: A file with more rows is classified and cut line by line, without a parse tree.
+        max_file_rows: A file whose hunk headers span more rows has its long runs of unseen rows shortened.
+        max_lines: Post-image lines cut into units over the whole diff (files in patch order; the file
+            that reaches the bound keeps its first lines).
+        max_units: Units over the whole diff.
+    """
+
+    max_parsed_rows: int = 20_000
+    max_file_rows: int = 200_000
+    max_lines: int = 200_000
+    max_units: int = 20_000
 
 
 @dataclass(frozen=True)
@@ -161,42 +195,107 @@ def unit_hunk_ids(unit: CodeUnit, diff: ParsedDiff) -> list[str]:
     return found
 
 
-def units_from_diff(diff: ParsedDiff, limits: SegmentLimits | None = None) -> list[CodeUnit]:
-    """Units of every file the diff adds or modifies, in patch order, each file's in line order."""
-    return [unit for image in post_images(diff) for unit in file_units(image, limits)]
+def units_from_diff(diff: ParsedDiff, limits: SegmentLimits | None = None,
+                    budget: UnitBudget | None = None) -> list[CodeUnit]:
+    """Units of every file the diff adds or modifies, in patch order, each file's in line order.
+
+    Args:
+        diff: The parsed diff; what `budget` leaves out is appended to `diff.notes` (once).
+        limits: Unit sizes (defaults of `SegmentLimits`).
+        budget: Bounds for huge diffs (defaults of `UnitBudget`).
+    """
+    budget = budget or UnitBudget()
+    units: list[CodeUnit] = []
+    notes: list[str] = []
+    images = post_images(diff)
+    lines_left = budget.max_lines
+    for position, image in enumerate(images):
+        if lines_left <= 0 or len(units) >= budget.max_units:
+            skipped = images[position:]
+            notes.append(f"a diff of {len(images)} files: code units were cut from the first {position} only "
+                         f"(bounds: {budget.max_lines} lines, {budget.max_units} units); the other "
+                         f"{len(skipped)} files ({sum(len(i.lines) for i in skipped)} lines) were not indexed")
+            break
+        if len(image.lines) > lines_left:
+            kept = sorted(image.lines)[:lines_left]
+            notes.append(f"{image.path}: only its first {len(kept)} of {len(image.lines)} lines shown were cut "
+                         f"into code units (bound: {budget.max_lines} lines per diff)")
+            image = PostImage(image.path, {n: image.lines[n] for n in kept}, image.added & frozenset(kept))
+        lines_left -= len(image.lines)
+        units.extend(file_units(image, limits, budget, notes))
+    if len(units) > budget.max_units:
+        notes.append(f"{units[budget.max_units].file_path} and after: units past the first {budget.max_units} "
+                     "were not indexed")
+        units = units[: budget.max_units]
+    if notes and not diff.notes:
+        log.warning("huge diff, indexed in part: %s", "; ".join(notes))
+        diff.notes.extend(notes)
+    return units
 
 
-def file_units(image: PostImage, limits: SegmentLimits | None = None) -> list[CodeUnit]:
+def file_units(image: PostImage, limits: SegmentLimits | None = None, budget: UnitBudget | None = None,
+               notes: list[str] | None = None) -> list[CodeUnit]:
     """Units of one file's post-image.
 
     Args:
         image: The file's known new lines.
         limits: Unit sizes (defaults of `SegmentLimits`).
+        budget: Row bounds of one file (defaults of `UnitBudget`).
+        notes: Where to say that the file was read without its parse tree or had unseen rows shortened.
 
     Returns:
         Units covering every non-blank line the diff adds, except a notebook's JSON scaffolding and outputs.
     """
     limits = limits or SegmentLimits()
+    budget = budget or UnitBudget()
     if not image.lines:
         return []
     profile = profile_for(image.path, image.lines.get(1, ""))
     if profile == NOTEBOOK:
-        return _notebook_units(image, limits)
-    count = max(image.lines)
-    rows = [image.lines.get(number, "") for number in range(1, count + 1)]
+        return _notebook_units(image, limits, budget.max_parsed_rows)
+    numbers = _row_numbers(image, budget.max_file_rows)
+    if len(numbers) < max(image.lines) and notes is not None:
+        notes.append(f"{image.path}: its hunks span {max(image.lines)} rows; runs of rows the diff does not "
+                     f"show were shortened to {_GAP_ROWS} rows")
+    rows = [image.lines.get(number, "") for number in numbers]
+    if profile.parsed and len(rows) > budget.max_parsed_rows:
+        if notes is not None:
+            notes.append(f"{image.path}: {len(rows)} rows, read line by line without its {profile.name} "
+                         f"grammar (bound: {budget.max_parsed_rows} rows)")
+        profile = LanguageProfile(PLAIN_TEXT.name, profile.family)
     info, chunks = read_rows(rows, profile, limits)
-    known = [number in image.lines for number in range(1, count + 1)]
-    numbers = list(range(1, count + 1))
+    known = [number in image.lines for number in numbers]
     return build_units(image.path, profile.name, chunks, info, rows, numbers, known, image.added)
 
 
-def _notebook_units(image: PostImage, limits: SegmentLimits) -> list[CodeUnit]:
+# Unseen rows kept of a long run, in a file whose rows are shortened (more than any unit spans).
+_GAP_ROWS = 100
+
+
+def _row_numbers(image: PostImage, max_rows: int) -> list[int]:
+    """New-file line numbers of the rows a file is read as: 1..its last known line; past `max_rows`, every run
+    of unseen rows longer than `_GAP_ROWS` keeps only its first `_GAP_ROWS` (a header can claim any line)."""
+    last = max(image.lines)
+    if last <= max_rows:
+        return list(range(1, last + 1))
+    numbers: list[int] = []
+    previous = 0
+    for number in sorted(image.lines):
+        numbers.extend(range(previous + 1, min(number, previous + 1 + _GAP_ROWS)))
+        numbers.append(number)
+        previous = number
+    return numbers
+
+
+def _notebook_units(image: PostImage, limits: SegmentLimits, max_parsed_rows: int) -> list[CodeUnit]:
     """Units of a notebook: code cells cut like files of its language, markdown cells like docs, each unit
-    mapped to the JSON lines that hold its source lines."""
+    mapped to the JSON lines that hold its source lines (a cell longer than `max_parsed_rows` line by line)."""
     cells, code_profile = read_cells(image.lines)
     units: list[CodeUnit] = []
     for cell in cells:
         profile = code_profile if cell.kind == "code" else LanguageProfile("markdown", "doc")
+        if len(cell.lines) > max_parsed_rows:
+            profile = LanguageProfile(PLAIN_TEXT.name, profile.family)
         info, chunks = read_rows(cell.lines, profile, limits)
         units.extend(build_units(image.path, NOTEBOOK.name, chunks, info, cell.lines, cell.numbers,
                                  [True] * len(cell.lines), image.added))

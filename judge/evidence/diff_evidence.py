@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from unidiff.constants import RE_HUNK_HEADER
@@ -35,6 +35,9 @@ _HEADER_LINE = re.compile(
     r"|\\ No newline at end of file)"
 )
 _FILE_START = re.compile(r"(?:diff |--- |Binary files? )")
+# Most file entries a grade reads: reading one costs ~3 KB while the diff is parsed, so a diff of 270,000
+# one-line files (what fits under the default 20 MiB body limit) would need ~0.8 GB for that alone.
+MAX_DIFF_FILES = 100_000
 _BLANK = re.compile(r"\s*")
 # `git diff --binary` writes a forward and a reverse block, the reverse one after a blank line.
 _BINARY_BLOCK = re.compile(r"(?:literal|delta) \d+\r?\n?")
@@ -82,11 +85,22 @@ class DiffFile:
     removed_lines: int = 0
 
 
+class DiffTooLargeError(MalformedDiffError):
+    """A diff with more file entries than a grade reads (`MAX_DIFF_FILES`): refused, not graded in part."""
+
+
 @dataclass(frozen=True)
 class ParsedDiff:
-    """A whole diff: its files in patch order."""
+    """A whole diff: its files in patch order.
+
+    Attributes:
+        files: The file entries.
+        notes: What the evidence layer left out of a diff too big to read whole (e.g. files past the bound
+            of `code_units.UnitBudget`), filled as the diff is read; a grade states them as warnings.
+    """
 
     files: list[DiffFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list, compare=False)
 
     @property
     def hunks(self) -> list[Hunk]:
@@ -180,17 +194,20 @@ def _file_status(patched: PatchedFile) -> FileStatus:
     return "modified"
 
 
-def parse_diff(text: str, *, max_hunk_lines: int | None = None) -> ParsedDiff:
+def parse_diff(text: str, *, max_hunk_lines: int | None = None,
+               max_files: int | None = MAX_DIFF_FILES) -> ParsedDiff:
     """Parse a unified diff (git or GNU `diff -urN` style) into files and hunks.
 
     Args:
         text: The patch text. "" or whitespace only gives an empty `ParsedDiff`.
         max_hunk_lines: When set, hunks with more body lines than this are split with `split_hunk`.
+        max_files: Most file entries read (None: any number); a bigger diff raises `DiffTooLargeError`.
 
     Returns:
         The parsed diff; hunk ids are "h1", "h2", ... in patch order.
 
     Raises:
+        DiffTooLargeError: (field "diff") the diff holds more than `max_files` file entries.
         MalformedDiffError: (field "diff") the text is not a diff, a hunk's line counts do not match its
             header, a file header has no hunks, or unrecognised text stands between file entries. The message
             names the line number. Text before the first file header (a commit message) is allowed.
@@ -200,6 +217,9 @@ def parse_diff(text: str, *, max_hunk_lines: int | None = None) -> ParsedDiff:
     if not text.strip():
         return ParsedDiff()
     lines = _split_lines(text)
+    if max_files is not None and (entries := _file_entries(lines)) > max_files:
+        raise DiffTooLargeError(f"a diff of about {entries} files: more than the {max_files} files a grade reads",
+                                field="diff")
     empty_hunks = frozenset(index for index, line in enumerate(lines) if _is_empty_hunk_header(line))
     counter = _CountingLines(lines, empty_hunks)
     try:
@@ -210,14 +230,23 @@ def parse_diff(text: str, *, max_hunk_lines: int | None = None) -> ParsedDiff:
         raise MalformedDiffError(
             "no file header (---/+++ or diff --git) found: the text is not a unified diff", field="diff"
         )
-    files, claimed = _build_files(patch, lines, counter, empty_hunks)
+    files, claimed = _build_files(patch, lines, counter, empty_hunks, max_hunk_lines)
     _check_unclaimed(lines, claimed)
-    if max_hunk_lines is not None:
-        files = [
-            replace(f, hunks=[piece for hunk in f.hunks for piece in split_hunk(hunk, max_hunk_lines)])
-            for f in files
-        ]
     return ParsedDiff(files=files)
+
+
+def _file_entries(lines: list[str]) -> int:
+    """About how many file entries a patch holds (git writes "diff --git" and ---/+++ for each), read
+    without parsing it."""
+    headers = pairs = 0
+    previous = ""
+    for line in lines:
+        if line.startswith("diff "):
+            headers += 1
+        elif line.startswith("+++ ") and previous.startswith("--- "):
+            pairs += 1
+        previous = line
+    return max(headers, pairs)
 
 
 def _is_empty_hunk_header(line: str) -> bool:
@@ -227,9 +256,12 @@ def _is_empty_hunk_header(line: str) -> bool:
 
 
 def _build_files(
-    patch: PatchSet, lines: list[str], numbering: _CountingLines, empty_hunks: frozenset[int]
+    patch: PatchSet, lines: list[str], numbering: _CountingLines, empty_hunks: frozenset[int],
+    max_hunk_lines: int | None = None,
 ) -> tuple[list[DiffFile], list[tuple[int, int]]]:
-    """DiffFiles from unidiff's patch set, and the 1-based line ranges its hunks occupy."""
+    """DiffFiles from unidiff's patch set (hunks split with `split_hunk` past `max_hunk_lines`), and the
+    1-based line ranges its hunks occupy. Each file's unidiff objects (one per line) are dropped as soon as
+    the file is read, so a big diff never holds them and its own hunks whole at once."""
     files: list[DiffFile] = []
     claimed: list[tuple[int, int]] = [(index + 1, index + 1) for index in empty_hunks]
     counter = 0
@@ -258,17 +290,17 @@ def _build_files(
             body = lines[start - 1 : end]
             added = [_chomp(line.value) for line in unihunk if line.is_added]
             removed = [_chomp(line.value) for line in unihunk if line.is_removed]
-            hunks.append(
-                Hunk(
-                    id=f"h{counter}",
-                    file_path=path,
-                    header=_chomp(body[0]),
-                    added=added,
-                    removed=removed,
-                    text=_chomp("".join(body)),
-                )
+            hunk = Hunk(
+                id=f"h{counter}",
+                file_path=path,
+                header=_chomp(body[0]),
+                added=added,
+                removed=removed,
+                text=_chomp("".join(body)),
             )
+            hunks.extend(split_hunk(hunk, max_hunk_lines) if max_hunk_lines is not None else [hunk])
         status = _file_status(patched)
+        patched.clear()  # its hunks and their Line objects: every line of the file, no longer needed
         files.append(
             DiffFile(
                 path=path,
