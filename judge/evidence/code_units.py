@@ -17,6 +17,7 @@ warnings. Diffs under the budget are cut exactly as before.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import re
@@ -72,11 +73,14 @@ class PostImage:
         path: The file's new path.
         lines: New line number (1-based) -> text, for every added or context line of its hunks.
         added: The new line numbers that the diff adds.
+        skipped_at: Where added lines were left out (`post_images`' `skip`): each line numbered at or after
+            one of these is one line further down in the file the diff shows.
     """
 
     path: str
     lines: dict[int, str] = field(default_factory=dict)
     added: frozenset[int] = frozenset()
+    skipped_at: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,27 +162,52 @@ def identifier_words(unit: CodeUnit) -> list[str]:
     return list(dict.fromkeys(part for name in unit_identifiers(unit) for part in split_identifier(name)))
 
 
-def post_images(diff: ParsedDiff) -> list[PostImage]:
-    """The known new-file lines of every file of a diff that has a new version (not removed, not binary)."""
-    by_path: dict[str, tuple[dict[int, str], set[int]]] = {}
+def post_images(diff: ParsedDiff, skip: Callable[[str], bool] | None = None) -> list[PostImage]:
+    """The known new-file lines of every file of a diff that has a new version (not removed, not binary).
+
+    Added lines that `skip` accepts are left out and the lines after them numbered as if they were not
+    there, so a file reads (and parses) as it would without them; `restore_line_numbers` maps back.
+    """
+    by_path: dict[str, tuple[dict[int, str], set[int], list[int]]] = {}
     for diff_file in diff.files:
         if diff_file.status in ("removed", "binary"):
             continue
-        lines, added = by_path.setdefault(diff_file.path, ({}, set()))
+        lines, added, skipped_at = by_path.setdefault(diff_file.path, ({}, set(), []))
         for hunk in diff_file.hunks:
             match = RE_HUNK_HEADER.match(hunk.header)
             if match is None:
                 continue
-            number = int(match.group(3))
+            number = int(match.group(3)) - len(skipped_at)
             for line in hunk.text.split("\n")[1:]:
                 marker = line[:1]
                 if marker in ("-", "\\"):
+                    continue
+                if marker == "+" and skip is not None and skip(line[1:]):
+                    skipped_at.append(number)  # the lines from here on move one down in the image
                     continue
                 lines[number] = line[1:].rstrip("\r")
                 if marker == "+":
                     added.add(number)
                 number += 1
-    return [PostImage(path, lines, frozenset(added)) for path, (lines, added) in by_path.items() if lines]
+    return [PostImage(path, lines, frozenset(added), tuple(skipped_at))
+            for path, (lines, added, skipped_at) in by_path.items() if lines]
+
+
+def restore_line_numbers(units: list[CodeUnit], skipped_at: tuple[int, ...]) -> list[CodeUnit]:
+    """Units of a post-image read without some lines, numbered as the diff numbers the file."""
+    if not skipped_at:
+        return units
+
+    def original(number: int) -> int:
+        return number + bisect.bisect_right(skipped_at, number)
+
+    restored = []
+    for unit in units:
+        start, end = original(unit.start_line), original(unit.end_line)
+        suffix = unit.id[len(f"{unit.file_path}:{unit.start_line}-{unit.end_line}"):]
+        restored.append(dataclasses.replace(unit, id=f"{unit.file_path}:{start}-{end}{suffix}", start_line=start,
+                                            end_line=end, line_numbers=tuple(original(n) for n in unit.line_numbers)))
+    return restored
 
 
 def unit_hunk_ids(unit: CodeUnit, diff: ParsedDiff) -> list[str]:
@@ -196,18 +225,20 @@ def unit_hunk_ids(unit: CodeUnit, diff: ParsedDiff) -> list[str]:
 
 
 def units_from_diff(diff: ParsedDiff, limits: SegmentLimits | None = None,
-                    budget: UnitBudget | None = None) -> list[CodeUnit]:
+                    budget: UnitBudget | None = None, skip: Callable[[str], bool] | None = None) -> list[CodeUnit]:
     """Units of every file the diff adds or modifies, in patch order, each file's in line order.
 
     Args:
         diff: The parsed diff; what `budget` leaves out is appended to `diff.notes` (once).
         limits: Unit sizes (defaults of `SegmentLimits`).
         budget: Bounds for huge diffs (defaults of `UnitBudget`).
+        skip: Added lines to read the files without (e.g. text aimed at the grader): they neither are nor
+            shape any unit, and the units keep the diff's own line numbers.
     """
     budget = budget or UnitBudget()
     units: list[CodeUnit] = []
     notes: list[str] = []
-    images = post_images(diff)
+    images = post_images(diff, skip)
     lines_left = budget.max_lines
     for position, image in enumerate(images):
         if lines_left <= 0 or len(units) >= budget.max_units:
@@ -220,9 +251,10 @@ def units_from_diff(diff: ParsedDiff, limits: SegmentLimits | None = None,
             kept = sorted(image.lines)[:lines_left]
             notes.append(f"{image.path}: only its first {len(kept)} of {len(image.lines)} lines shown were cut "
                          f"into code units (bound: {budget.max_lines} lines per diff)")
-            image = PostImage(image.path, {n: image.lines[n] for n in kept}, image.added & frozenset(kept))
+            image = PostImage(image.path, {n: image.lines[n] for n in kept}, image.added & frozenset(kept),
+                              image.skipped_at)
         lines_left -= len(image.lines)
-        units.extend(file_units(image, limits, budget, notes))
+        units.extend(restore_line_numbers(file_units(image, limits, budget, notes), image.skipped_at))
     if len(units) > budget.max_units:
         notes.append(f"{units[budget.max_units].file_path} and after: units past the first {budget.max_units} "
                      "were not indexed")
@@ -381,18 +413,3 @@ def _unit(path: str, language: str, chunk: Chunk, run: list[int], info: RowInfo,
         prose_lines=tuple(info.prose[r] for r in run),
         added_lines=sum(1 for number in line_numbers if number in added),
     )
-
-
-def without_flagged_lines(unit: CodeUnit, flagged: Callable[[str], bool]) -> CodeUnit:
-    """`unit` with every line `flagged` accepts read as a comment: never executable code, never evidence.
-
-    Text aimed at the grader (an injection) is cut from what alignment sees; inside code, a string or
-    comment that holds such an order must not count as an implementation either.
-    """
-    hits = [i for i, line in enumerate(unit.lines) if flagged(line)]
-    if not hits:
-        return unit
-    roles, executable, prose = list(unit.roles), list(unit.executable_lines), list(unit.prose_lines)
-    for i in hits:
-        roles[i], executable[i], prose[i] = "comment", "", ""
-    return dataclasses.replace(unit, roles=tuple(roles), executable_lines=tuple(executable), prose_lines=tuple(prose))

@@ -6,13 +6,15 @@ without step prefixes) and ground-truth values.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.evidence.code_units import CodeUnit, executable_text, units_from_diff, without_flagged_lines
+from judge.evidence.code_units import CodeUnit, executable_text, units_from_diff
 from judge.evidence.diff_evidence import ParsedDiff, parse_diff
 from judge.evidence.distinguishing import EvidenceTerms, evidence_terms
 from judge.evidence.injection import InjectionFinding, find_injections, strip_injections
@@ -55,6 +57,21 @@ def path_matches(named: str, touched: str) -> bool:
     touched_parts = touched.strip("/").split("/")
     tail = named_parts[-2:] if len(named_parts) >= 2 else named_parts
     return bool(tail) and touched_parts[-len(tail):] == tail
+
+
+def without_flagged_lines(unit: CodeUnit, flagged: Callable[[str], bool]) -> CodeUnit:
+    """`unit` with every line `flagged` accepts read as a comment: never executable code, never evidence.
+
+    Text aimed at the grader (an injection) is cut from what alignment sees; inside code, a string or
+    comment that holds such an order must not count as an implementation either.
+    """
+    hits = [i for i, line in enumerate(unit.lines) if flagged(line)]
+    if not hits:
+        return unit
+    roles, executable, prose = list(unit.roles), list(unit.executable_lines), list(unit.prose_lines)
+    for i in hits:
+        roles[i], executable[i], prose[i] = "comment", "", ""
+    return dataclasses.replace(unit, roles=tuple(roles), executable_lines=tuple(executable), prose_lines=tuple(prose))
 
 
 @dataclass
@@ -110,11 +127,16 @@ class SubmissionView:
         config sections), each line told code from comment, docstring or prose string."""
         if self.diff.is_empty:
             return []
-        units = units_from_diff(self.diff)
         if not self.diff_injected:
-            return units
-        # Lines aimed at the grader are cut from alignment, in code units as in hunk texts.
-        return [without_flagged_lines(unit, lambda line: bool(find_injections(line))) for unit in units]
+            return units_from_diff(self.diff)
+        # Lines aimed at the grader are cut from alignment, in code units as in hunk texts: an added line
+        # holding one is read as if it were not there (it shapes no unit: a quote in it can change how a
+        # parser reads the rest of the file); one left in a unit (a context line) is never code.
+        def aimed_at_grader(line: str) -> bool:
+            return bool(find_injections(line))
+
+        units = units_from_diff(self.diff, skip=aimed_at_grader)
+        return [without_flagged_lines(unit, aimed_at_grader) for unit in units]
 
     @functools.cached_property
     def code_terms(self) -> EvidenceTerms:
