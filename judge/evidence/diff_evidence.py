@@ -2,7 +2,8 @@
 
 Parsing is done by `unidiff`; this module adds what grading needs on top of it: stable hunk ids, the hunk text
 exactly as it stands in the patch (so evidence quotes can be checked against it), a status per file, splitting
-of very large hunks so a 5,000-line new file can be aligned piecewise, and strictness: `unidiff` accepts some
+of very large hunks so a 5,000-line new file can be aligned piecewise (judge/evidence/diff_limits.py, with
+the bound on file entries), and strictness: `unidiff` accepts some
 text that is not a diff (prose yields an empty patch set, stray text between files is kept as "patch info"),
 which here raises `MalformedDiffError` instead of silently grading an empty or partial diff.
 
@@ -14,6 +15,7 @@ tool writes a body-less `@@ -0,0 +1,0 @@` hunk (unidiff would read the next entr
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -23,6 +25,10 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchedFile, PatchSet
 
 from judge.errors import MalformedDiffError
+from judge.evidence.diff_limits import MAX_DIFF_FILES as MAX_DIFF_FILES
+from judge.evidence.diff_limits import DiffTooLargeError as DiffTooLargeError
+from judge.evidence.diff_limits import check_file_count
+from judge.evidence.diff_limits import split_hunk as split_hunk
 
 FileStatus = Literal["added", "removed", "modified", "renamed", "binary"]
 
@@ -35,9 +41,6 @@ _HEADER_LINE = re.compile(
     r"|\\ No newline at end of file)"
 )
 _FILE_START = re.compile(r"(?:diff |--- |Binary files? )")
-# Most file entries a grade reads: reading one costs ~3 KB while the diff is parsed, so a diff of 270,000
-# one-line files (what fits under the default 20 MiB body limit) would need ~0.8 GB for that alone.
-MAX_DIFF_FILES = 100_000
 _BLANK = re.compile(r"\s*")
 # `git diff --binary` writes a forward and a reverse block, the reverse one after a blank line.
 _BINARY_BLOCK = re.compile(r"(?:literal|delta) \d+\r?\n?")
@@ -85,10 +88,6 @@ class DiffFile:
     removed_lines: int = 0
 
 
-class DiffTooLargeError(MalformedDiffError):
-    """A diff with more file entries than a grade reads (`MAX_DIFF_FILES`): refused, not graded in part."""
-
-
 @dataclass(frozen=True)
 class ParsedDiff:
     """A whole diff: its files in patch order.
@@ -132,7 +131,7 @@ class _CountingLines:
     def __init__(self, lines: list[str], empty_hunks: frozenset[int] = frozenset()) -> None:
         self._lines = lines
         self._empty_hunks = empty_hunks
-        self._numbers: list[int] = []
+        self._numbers = array("q")  # per line unidiff read: its number in the text (8 bytes, not an int)
         self._marker_due = False
         self.line_no = 0
 
@@ -217,9 +216,8 @@ def parse_diff(text: str, *, max_hunk_lines: int | None = None,
     if not text.strip():
         return ParsedDiff()
     lines = _split_lines(text)
-    if max_files is not None and (entries := _file_entries(lines)) > max_files:
-        raise DiffTooLargeError(f"a diff of about {entries} files: more than the {max_files} files a grade reads",
-                                field="diff")
+    if max_files is not None:
+        check_file_count(lines, max_files)
     empty_hunks = frozenset(index for index, line in enumerate(lines) if _is_empty_hunk_header(line))
     counter = _CountingLines(lines, empty_hunks)
     try:
@@ -235,20 +233,6 @@ def parse_diff(text: str, *, max_hunk_lines: int | None = None,
     return ParsedDiff(files=files)
 
 
-def _file_entries(lines: list[str]) -> int:
-    """About how many file entries a patch holds (git writes "diff --git" and ---/+++ for each), read
-    without parsing it."""
-    headers = pairs = 0
-    previous = ""
-    for line in lines:
-        if line.startswith("diff "):
-            headers += 1
-        elif line.startswith("+++ ") and previous.startswith("--- "):
-            pairs += 1
-        previous = line
-    return max(headers, pairs)
-
-
 def _is_empty_hunk_header(line: str) -> bool:
     """True for a hunk header whose both line counts are an explicit 0, e.g. "@@ -0,0 +1,0 @@"."""
     match = RE_HUNK_HEADER.match(line)
@@ -261,7 +245,8 @@ def _build_files(
 ) -> tuple[list[DiffFile], list[tuple[int, int]]]:
     """DiffFiles from unidiff's patch set (hunks split with `split_hunk` past `max_hunk_lines`), and the
     1-based line ranges its hunks occupy. Each file's unidiff objects (one per line) are dropped as soon as
-    the file is read, so a big diff never holds them and its own hunks whole at once."""
+    the file is read and before its hunks are split, so a big diff never holds them and its own hunks at
+    once."""
     files: list[DiffFile] = []
     claimed: list[tuple[int, int]] = [(index + 1, index + 1) for index in empty_hunks]
     counter = 0
@@ -278,12 +263,13 @@ def _build_files(
         for unihunk in patched:
             if unihunk.source_length == unihunk.target_length == 0:
                 continue  # a body-less hunk: an empty file (or side) shows no line
-            numbered = [numbering.original(line.diff_line_no) for line in unihunk if line.diff_line_no is not None]
-            if not numbered:  # pragma: no cover - unidiff always reads at least one body line
+            first = next((line.diff_line_no for line in unihunk if line.diff_line_no is not None), None)
+            last = next((line.diff_line_no for line in reversed(unihunk) if line.diff_line_no is not None), None)
+            if first is None or last is None:  # pragma: no cover - unidiff always reads at least one body line
                 continue
             counter += 1
-            start = numbered[0] - 1
-            end = numbered[-1]
+            start = numbering.original(first) - 1
+            end = numbering.original(last)
             while end < len(lines) and lines[end].startswith("\\"):
                 end += 1  # "\ No newline at end of file" after the last counted line
             claimed.append((start, end))
@@ -298,9 +284,11 @@ def _build_files(
                 removed=removed,
                 text=_chomp("".join(body)),
             )
-            hunks.extend(split_hunk(hunk, max_hunk_lines) if max_hunk_lines is not None else [hunk])
+            hunks.append(hunk)
         status = _file_status(patched)
         patched.clear()  # its hunks and their Line objects: every line of the file, no longer needed
+        if max_hunk_lines is not None:  # split once the Line objects are gone: both never stand at once
+            hunks = [piece for hunk in hunks for piece in split_hunk(hunk, max_hunk_lines)]
         files.append(
             DiffFile(
                 path=path,
@@ -383,59 +371,3 @@ def _check_unclaimed(lines: list[str], claimed: list[tuple[int, int]]) -> None:
                 field="diff",
             )
         raise MalformedDiffError(f"line {index}: unexpected text outside any hunk: {quoted!r}", field="diff")
-
-
-def split_hunk(hunk: Hunk, max_lines: int) -> list[Hunk]:
-    """Cut a hunk into pieces of at most `max_lines` body lines each.
-
-    Args:
-        hunk: The hunk to cut.
-        max_lines: Most body lines per piece (at least 1).
-
-    Returns:
-        `[hunk]` when it is small enough; otherwise pieces with ids "<id>.1", "<id>.2", ..., each with a
-        header recomputed for its own line range, its verbatim lines, and its own added/removed lines.
-    """
-    if max_lines < 1:
-        raise ValueError("max_lines must be at least 1")
-    body = hunk.text.split("\n")[1:]
-    if len(body) <= max_lines:
-        return [hunk]
-    match = RE_HUNK_HEADER.match(hunk.header)
-    if match is None:
-        raise MalformedDiffError(f"hunk {hunk.id}: not a hunk header: {hunk.header!r}", field="diff")
-    source_line, target_line = int(match.group(1)), int(match.group(3))
-    section = match.group(5)
-    pieces: list[Hunk] = []
-    for number, offset in enumerate(range(0, len(body), max_lines), start=1):
-        chunk = body[offset : offset + max_lines]
-        added: list[str] = []
-        removed: list[str] = []
-        source_len = target_len = 0
-        for line in chunk:
-            marker, value = line[:1], line[1:].rstrip("\r")
-            if marker == "+":
-                added.append(value)
-                target_len += 1
-            elif marker == "-":
-                removed.append(value)
-                source_len += 1
-            elif marker != "\\":
-                source_len += 1
-                target_len += 1
-        header = f"@@ -{source_line},{source_len} +{target_line},{target_len} @@" + (
-            f" {section}" if section else ""
-        )
-        pieces.append(
-            Hunk(
-                id=f"{hunk.id}.{number}",
-                file_path=hunk.file_path,
-                header=header,
-                added=added,
-                removed=removed,
-                text="\n".join([header, *chunk]),
-            )
-        )
-        source_line += source_len
-        target_line += target_len
-    return pieces

@@ -17,6 +17,10 @@ correct design states anyway) is not indexed. Matches of one item close together
 when it reproduces `min_share` of the item's hidden prose (and `min_tokens` tokens: more than one shingle)
 or a verbatim run of `min_run` tokens. Only what the agent wrote is scanned: the diff's added lines (code,
 comments, READMEs alike), the design and the conclusion.
+
+Memory stays bounded on a 100 MB diff: lines are kept as offsets into the submission's text, tokens are read
+a window at a time, and a copy's span is found again by re-reading the few lines it covers, so the scan
+never holds a list of the submission's millions of tokens.
 """
 
 from __future__ import annotations
@@ -24,23 +28,21 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
+from judge.evidence.scan_segments import TOKEN, Segment, SubmissionSource, TokenPieces, diff_segments, text_segments
 from judge.evidence.text_items import split_claims
 from judge.models import Submission, Task
 
 GroundTruthKind = Literal["requirement", "expected_outcome", "design_variable"]
-SubmissionSource = Literal["diff", "design", "conclusion"]
 
-_TOKEN = re.compile(r"[^\W_]+")
 _CHUNK = re.compile(r"\S+")
 _PROSE_WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
 _EDGE = "()[]{}<>\"'\u201c\u201d\u2018\u2019.,;:!?*"
 _BACKTICKED = re.compile(r"`[^`]*`")
 _STEP_PREFIX = re.compile(r"^\s*(?:step\s*\d+|final\s+step)\s*[:.)-]\s*", re.IGNORECASE)
-_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 @dataclass(frozen=True)
@@ -99,20 +101,6 @@ class LeakFinding:
         return f"{self.file}:{lines}" if self.file else f"{self.source} line {lines}"
 
 
-class _Line(NamedTuple):
-    text: str
-    number: int
-    offset: int  # of `text` in the source text
-
-
-class _Segment(NamedTuple):
-    """A run of consecutive lines the agent wrote; shingles never cross two segments."""
-
-    source: SubmissionSource
-    file: str | None
-    lines: list[_Line]
-
-
 class _IndexedItem(NamedTuple):
     item: GroundTruthItem
     prose: tuple[bool, ...]  # per token: hidden prose, the tokens the copied share is measured over
@@ -121,7 +109,7 @@ class _IndexedItem(NamedTuple):
 
 def normalised_tokens(text: str) -> list[str]:
     """The tokens both sides are compared on: lower-cased runs of letters and digits."""
-    return [t.lower() for t in _TOKEN.findall(text)]
+    return [t.lower() for t in TOKEN.findall(text)]
 
 
 def _item_tokens(text: str) -> tuple[list[str], list[bool]]:
@@ -134,7 +122,7 @@ def _item_tokens(text: str) -> tuple[list[str], list[bool]]:
     for chunk in _CHUNK.finditer(text):
         word = chunk.group().strip(_EDGE)
         plain = bool(_PROSE_WORD.fullmatch(word)) and not code_chars[chunk.start()]
-        for token in _TOKEN.findall(chunk.group()):
+        for token in TOKEN.findall(chunk.group()):
             tokens.append(token.lower())
             prose.append(plain)
     return tokens, prose
@@ -181,74 +169,6 @@ def submission_text(submission: Submission, source: SubmissionSource) -> str:
     return design if isinstance(design, str) else "\n".join(_flatten(design))
 
 
-def _text_segments(text: str, source: SubmissionSource) -> list[_Segment]:
-    lines, offset = [], 0
-    for number, raw in enumerate(text.split("\n"), start=1):
-        lines.append(_Line(raw, number, offset))
-        offset += len(raw) + 1
-    return [_Segment(source, None, lines)] if text.strip() else []
-
-
-def _strip_path(header: str) -> str | None:
-    path = header[4:].split("\t", 1)[0].strip().strip('"')
-    return None if path == "/dev/null" else path[2:] if path.startswith(("a/", "b/")) else path
-
-
-def _diff_segments(diff: str) -> list[_Segment]:
-    """Runs of added lines, per hunk, with new-file line numbers; a text with no hunk is read as plain text.
-
-    Lenient on purpose: the grader rejects malformed diffs elsewhere, and a detector must not be dodged by
-    a broken hunk header.
-    """
-    segments: list[_Segment] = []
-    current: list[_Line] = []
-    path: str | None = None
-    old_left = new_left = new_no = offset = 0
-    saw_hunk = False
-
-    def close() -> None:
-        if current:
-            segments.append(_Segment("diff", path, current.copy()))
-            current.clear()
-
-    for raw in diff.split("\n"):
-        line = raw[:-1] if raw.endswith("\r") else raw
-        in_hunk = old_left > 0 or new_left > 0
-        if in_hunk:
-            tag = line[:1]
-            if tag == "+":
-                current.append(_Line(line[1:], new_no, offset + 1))
-                new_no, new_left = new_no + 1, new_left - 1
-            elif tag == "-":
-                old_left -= 1
-                close()
-            elif tag == " " or line == "":
-                old_left, new_left, new_no = old_left - 1, new_left - 1, new_no + 1
-                close()
-            elif tag != "\\":
-                old_left = new_left = 0  # counts were wrong: read this line as a header
-                in_hunk = False
-        if not in_hunk:
-            header = _HUNK_HEADER.match(line)
-            if header:
-                close()
-                saw_hunk = True
-                old_left = int(header.group(1)) if header.group(1) is not None else 1
-                new_no = int(header.group(2))
-                new_left = int(header.group(3)) if header.group(3) is not None else 1
-            elif line.startswith("+++ "):
-                close()
-                path = _strip_path(line)
-            elif line.startswith("--- ") and path is None:
-                path = _strip_path(line)
-            elif line.startswith("diff "):
-                close()
-                path = None
-        offset += len(raw) + 1
-    close()
-    return segments if saw_hunk else _text_segments(diff, "diff")
-
-
 class LeakDetector:
     """Finds submission spans that copy ground-truth items, verbatim or nearly.
 
@@ -264,21 +184,28 @@ class LeakDetector:
             texts may share (a requirement that quotes a docstring of the code it describes), not a copy.
         max_gap: Matches of one item with at most this many unmatched tokens between them belong to one copy
             (default: `shingle`), so a copy with a word changed here and there stays one finding.
+        window_tokens: Submission tokens held at once while scanning; findings do not depend on it (each
+            window starts with the last `shingle` - 1 tokens of the one before and copies are followed
+            across windows), so it is not part of `spec`.
 
-    Build once per task and scan any number of submissions; scanning costs time linear in the submission.
+    Build once per task and scan any number of submissions; scanning costs time linear in the submission
+    and memory bounded by `window_tokens`, the diff's line count and the copies found.
     """
 
     name = "shingle_leak_detector"
 
     def __init__(self, items: Iterable[GroundTruthItem], *, public_texts: Iterable[str] = (), shingle: int = 8,
                  min_share: float = 0.5, min_run: int = 16, min_tokens: int = 12,
-                 max_gap: int | None = None) -> None:
+                 max_gap: int | None = None, window_tokens: int = 100_000) -> None:
         if shingle < 2:
             raise ValueError("shingle must be at least 2 tokens")
+        if window_tokens < 1:
+            raise ValueError("window_tokens must be at least 1")
         if not 0 < min_share <= 1:
             raise ValueError("min_share must lie in (0, 1]")
         self.shingle, self.min_share, self.min_run, self.min_tokens = shingle, min_share, min_run, min_tokens
         self.max_gap = shingle if max_gap is None else max_gap
+        self.window_tokens = window_tokens
         self.items: list[_IndexedItem] = []
         self._index: dict[tuple[str, ...], list[tuple[int, int]]] = defaultdict(list)
         public: set[tuple[str, ...]] = set()
@@ -327,50 +254,75 @@ class LeakDetector:
 
     def scan_diff(self, diff: str) -> list[LeakFinding]:
         """Findings in the added lines of a unified diff (plain text when it holds no hunk)."""
-        return self._scan(_diff_segments(diff)) if diff.strip() else []
+        return self._scan(diff_segments(diff)) if diff and not diff.isspace() else []
 
     def scan_text(self, text: str, source: SubmissionSource) -> list[LeakFinding]:
         """Findings in a free text (a design or a conclusion)."""
-        return self._scan(_text_segments(text, source))
+        return self._scan(text_segments(text, source))
 
-    def _scan(self, segments: list[_Segment]) -> list[LeakFinding]:
+    def _scan(self, segments: list[Segment]) -> list[LeakFinding]:
         if not self._index:
             return []
-        findings: list[LeakFinding] = []
-        n = self.shingle
-        for segment in segments:
-            tokens: list[str] = []
-            where: list[tuple[int, int, int]] = []  # (line index, start, end) of each token
-            for line_no, line in enumerate(segment.lines):
-                for match in _TOKEN.finditer(line.text):
-                    tokens.append(match.group().lower())
-                    where.append((line_no, match.start(), match.end()))
-            matches: dict[int, list[tuple[int, int]]] = defaultdict(list)
-            for pos, gram in enumerate(zip(*(tokens[k:] for k in range(n)), strict=False)):
-                for number, item_pos in self._index.get(gram, ()):
-                    matches[number].append((pos, item_pos))
-            for number, pairs in matches.items():
-                for cluster in self._clusters(pairs):
-                    finding = self._finding(self.items[number], cluster, segment, where)
-                    if finding is not None:
-                        findings.append(finding)
-        return findings
+        return [finding for segment in segments for finding in self._scan_segment(segment)]
 
-    def _clusters(self, pairs: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
-        """Matches split where more than `max_gap` unmatched submission tokens lie between two of them."""
-        clusters: list[list[tuple[int, int]]] = []
-        end = 0  # one past the last submission token the current cluster covers
-        for pair in sorted(pairs):
-            if clusters and pair[0] - end <= self.max_gap:
-                clusters[-1].append(pair)
-                end = max(end, pair[0] + self.shingle)
+    def _scan_segment(self, segment: Segment) -> list[LeakFinding]:
+        """Findings of one segment: per item in the order items are first matched, then by position.
+
+        Matches come in token order, so each item's current copy is closed (and its finding built) as soon
+        as a match lies more than `max_gap` unmatched tokens past it: only open copies are held.
+        """
+        pieces = TokenPieces(segment)
+        found: dict[int, list[LeakFinding]] = {}
+        open_copies: dict[int, list[tuple[int, int]]] = {}  # item number -> its matches not yet closed
+        ends: dict[int, int] = {}  # item number -> one past the last submission token its open copy covers
+
+        def close(number: int) -> None:
+            finding = self._finding(self.items[number], open_copies[number], pieces)
+            if finding is not None:
+                found[number].append(finding)
+
+        for pos, number, item_pos in self._matches(pieces):
+            copy = open_copies.get(number)
+            if copy is not None and pos - ends[number] <= self.max_gap:
+                copy.append((pos, item_pos))
+                ends[number] = max(ends[number], pos + self.shingle)
+                continue
+            if copy is None:
+                found[number] = []
             else:
-                clusters.append([pair])
-                end = pair[0] + self.shingle
-        return clusters
+                close(number)
+            open_copies[number], ends[number] = [(pos, item_pos)], pos + self.shingle
+        for number in open_copies:
+            close(number)
+        return [finding for per_item in found.values() for finding in per_item]
 
-    def _finding(self, indexed: _IndexedItem, cluster: list[tuple[int, int]], segment: _Segment,
-                 where: list[tuple[int, int, int]]) -> LeakFinding | None:
+    def _matches(self, pieces: TokenPieces) -> Iterator[tuple[int, int, int]]:
+        """(submission token position, item number, item token position) of each indexed shingle, in order.
+
+        Tokens are read `window_tokens` at a time; a window starts with the last `shingle` - 1 tokens of the
+        one before, so a shingle across two windows is seen once, and only a window's tokens are held.
+        """
+        n, lookup, window_tokens = self.shingle, self._index.get, self.window_tokens
+        chunks = pieces.read()
+        window: list[str] = []
+        first = 0  # token position of window[0]
+        while True:
+            carried = len(window)
+            for chunk in chunks:
+                window += chunk
+                if len(window) - carried >= window_tokens:
+                    break
+            if len(window) == carried:
+                return
+            for k, gram in enumerate(zip(*(window[j:] for j in range(n)), strict=False)):
+                for number, item_pos in lookup(gram, ()):
+                    yield first + k, number, item_pos
+            keep = min(len(window), n - 1)
+            first += len(window) - keep
+            window = window[len(window) - keep :]
+
+    def _finding(self, indexed: _IndexedItem, cluster: list[tuple[int, int]],
+                 pieces: TokenPieces) -> LeakFinding | None:
         n = self.shingle
         covered = {j for _, item_pos in cluster for j in range(item_pos, item_pos + n)}
         share = sum(indexed.prose[j] for j in covered) / indexed.prose_total
@@ -383,17 +335,13 @@ class LeakDetector:
         if not copied and longest < self.min_run:
             return None
         first, last = min(p for p, _ in cluster), max(p for p, _ in cluster) + n - 1
-        per_line: dict[int, tuple[int, int]] = {}  # line index -> (first token start, last token end)
-        for line_index, start, end in where[first : last + 1]:
-            lo, _ = per_line.get(line_index, (start, end))
-            per_line[line_index] = (lo, end)
-        lines = [(segment.lines[i], lo, hi) for i, (lo, hi) in per_line.items()]
-        ranges = [(line.offset + lo, line.offset + hi) for line, lo, hi in lines]
-        span = "\n".join(line.text[lo:hi] for line, lo, hi in lines)
+        per_line = pieces.spans(first, last)  # line index -> [start, end) of its copied tokens in the text
+        segment, lines = pieces.segment, list(per_line)
         return LeakFinding(item=indexed.item, source=segment.source, file=segment.file,
-                           line_start=lines[0][0].number, line_end=lines[-1][0].number, char_ranges=tuple(ranges),
-                           share_copied=round(min(1.0, share), 4), copied_tokens=len(covered),
-                           longest_run=longest, span=span)
+                           line_start=segment.numbers[lines[0]], line_end=segment.numbers[lines[-1]],
+                           char_ranges=tuple(per_line.values()), share_copied=round(min(1.0, share), 4),
+                           copied_tokens=len(covered), longest_run=longest,
+                           span="\n".join(segment.text[lo:hi] for lo, hi in per_line.values()))
 
 
 def find_leaks(task: Task, submission: Submission, **options: Any) -> list[LeakFinding]:
@@ -424,10 +372,14 @@ def redact(text: str, findings: Iterable[LeakFinding], source: SubmissionSource)
     Offsets, line breaks and diff markers are kept, so a redacted diff still parses with the same hunk
     counts and line numbers, and the copied words can no longer be aligned with the ground truth.
     """
-    chars = list(text)
-    for lo, hi in (r for f in findings if f.source == source for r in f.char_ranges):
-        chars[lo:hi] = " " * (hi - lo)
-    return "".join(chars)
+    pieces, done = [], 0  # slices, not a list of every character: a 100 MB diff stays one copy
+    for lo, hi in sorted(r for f in findings if f.source == source for r in f.char_ranges):
+        lo = max(lo, done)
+        if hi > lo:
+            pieces += [text[done:lo], " " * (hi - lo)]
+            done = hi
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def findings_as_facts(findings: Iterable[LeakFinding]) -> list[dict[str, Any]]:
