@@ -1,13 +1,13 @@
 """Bad input at scale: 100 MB diffs, 100,000-file diffs, a 50 MB conclusion, deep nesting, garbage.
 
-Two services on SQLite: one with the default body limit (20 MiB), which must refuse every oversized body
+Two services on SQLite: one with the default body limit (10 MiB), which must refuse every oversized body
 with 413 at once, and one with the limit raised (--raised-limit, default 256 MiB), which must answer every
 case with 400/413/422 or a grade, within --timeout seconds, with its peak RSS (VmHWM of the service's
 processes, each case on a fresh service) under 1 GB. After every case /healthz must still answer.
 
 Prints one line per case and service: status, seconds, peak RSS; then the worst peak and the command.
 
-Run: .venv/bin/python bench/bad_input.py [--timeout 300] [--raised-limit-mb 256] [--small] [--size-mb 19]
+Run: .venv/bin/python bench/bad_input.py [--timeout 300] [--raised-limit-mb 256] [--small] [--size-mb 9.5]
      [--cases "big diff,diff of many files"] [--files 100000]
 """
 
@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from judge.devtools.local_services import offline_env, start_service  # noqa: E402
+from judge.settings import Settings  # noqa: E402
 from tests.api.bad_input_cases import ALLOWED, CASES  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "grade_request.json"
@@ -131,7 +132,7 @@ def main() -> None:
     parser.add_argument("--raised-limit-mb", type=int, default=256, help="body limit of the second service")
     parser.add_argument("--small", action="store_true", help="5 MB instead of 100 MB (a quick check)")
     parser.add_argument("--size-mb", type=float, default=None,
-                        help="MB of the big diff, conclusion and garbage cases (19: under the default limit)")
+                        help="MB of the big diff, conclusion and garbage cases (9.5: under the default limit)")
     parser.add_argument("--cases", default=None, help=f"comma-separated subset of: {', '.join(FULL)}")
     parser.add_argument("--files", type=int, default=None, help="files of the many-files case")
     args = parser.parse_args()
@@ -154,11 +155,11 @@ def main() -> None:
             parser.error(f"unknown case(s): {', '.join(unknown)}")
         sizes = {name: sizes[name] for name in wanted}
     failures = 0
-    default_limit = 20 * MB
+    default_limit = Settings().max_body_bytes
     oversized = {name: size for name, size in sizes.items() if len(CASES[name](example, size)) > default_limit}
     if oversized:
-        bad, _ = _run_cases("default 20 MiB limit", default_limit, oversized, args.timeout, logs, example, key, env,
-                            fresh=False)
+        bad, _ = _run_cases(f"default {default_limit / MB:g} MiB limit", default_limit, oversized, args.timeout,
+                            logs, example, key, env, fresh=False)
         failures += bad
     bad, worst = _run_cases(f"limit {args.raised_limit_mb} MiB", args.raised_limit_mb * MB, sizes, args.timeout,
                             logs, example, key, env, fresh=True)

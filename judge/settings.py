@@ -37,7 +37,10 @@ class Settings(BaseSettings):
     llm_max_concurrency: int = Field(default=4, ge=1, description="LLM calls in flight per grade (1 for local).")
     llm_token_budget: int = Field(default=6000, ge=500, description="Prompt tokens per LLM call before leaves split.")
     auth_enabled: bool = True
-    max_body_bytes: int = 20 * 1024 * 1024
+    max_body_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        description="Largest request body (413 above). 10 MiB: a diff that size grades in about 0.86 GB peak "
+                    "RSS on the embedded judge (bench/bad_input.py); raise it only with the memory to match.")
     review_session_hours: float = Field(default=12.0, gt=0, description="A review session ends this long after login.")
     review_idle_minutes: float = Field(default=60.0, gt=0, description="... or after this long without a request.")
     review_cookie_secure: bool | None = Field(

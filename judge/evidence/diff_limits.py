@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # diff_evidence imports this module: the hunk type is only na
     from judge.evidence.diff_evidence import Hunk
 
 # Most file entries a grade reads: reading one costs ~3 KB while the diff is parsed, so a diff of 270,000
-# one-line files (what fits under the default 20 MiB body limit) would need ~0.8 GB for that alone.
+# one-line files (what fits under a 20 MiB body limit) would need ~0.8 GB for that alone.
 MAX_DIFF_FILES = 100_000
 
 
