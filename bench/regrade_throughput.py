@@ -11,6 +11,9 @@ Prints, at 64 and 256 requests in flight (--concurrency) against the stub answer
 All grades/s of reruns are the whole `Regrader.run()` (discovery, look-ups, copies, store writes,
 grades.jsonl, CSV, Parquet and the change report), after the judge and rubric are set up.
 Calls are counted at the stub. Runs are EXP-Bench tasks' ground truth with items left out.
+The same regrade spread over worker processes (`--workers celery`), beside bare litellm on one loop and over
+as many processes and the CPU-bound ceiling, is bench/regrade_spread.py; where the CPU of one call goes,
+bench/llm_call_profile.py.
 
 Reproduce:  .venv/bin/python bench/regrade_throughput.py [--latency-ms 500] [--runs 300] [--cached-runs 5000]
 """

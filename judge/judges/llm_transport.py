@@ -15,11 +15,12 @@ response that arrives is metered (tokens, cost, latency), re-asks included.
 from __future__ import annotations
 
 import asyncio
-import copy
+import contextvars
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -103,6 +104,12 @@ class UsageMeter:
 
 
 _UNPRICED_MODELS: set[str] = set()
+# Sent with every request of a model `response_cost` found unpriced. litellm prices each response it
+# returns and does not remember a failed look-up (~1 ms of searches through its map per call); with
+# per-request prices it prices the response at 0 at once. Nothing is registered in litellm's map, so
+# cost estimates (judge/regrade/costing.py) still say the price is unknown, and the usage we record
+# comes from `response_cost`, which says 0 for the model as it did before.
+UNPRICED_REQUEST_PRICING: dict[str, float] = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
 
 
 def response_cost(response: Any, model: str) -> float:
@@ -120,6 +127,25 @@ def response_cost(response: Any, model: str) -> float:
     except Exception:  # litellm raises for unmapped models; unknown price is recorded as 0
         _UNPRICED_MODELS.add(model)
         return 0.0
+
+
+@functools.lru_cache(maxsize=4096)
+def instructor_model(model: type[BaseModel]) -> type[BaseModel]:
+    """`model` wrapped once as instructor's response schema.
+
+    instructor wraps a plain pydantic model on every request (a new class, its JSON schema and the
+    OpenAI tool built from it: 1.6-2.4 ms); a class that already is its response schema is used as is,
+    and its tool schema is generated once. The answers are instances of a subclass of `model`.
+    """
+    import instructor
+
+    return cast(type[BaseModel], instructor.openai_schema(model))
+
+
+def _request_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # The caller's list and dicts stay untouched (instructor appends re-asks to the list it is given);
+    # contents are strings, so copying each message's dict suffices (deepcopy cost ~0.3 ms a call).
+    return [dict(m) for m in messages]
 
 
 def _failure_reason(exc: BaseException) -> str:
@@ -146,6 +172,36 @@ class LLMTransport:
         self.wait = RetryAfterWait(
             config.backoff_initial_seconds, config.backoff_max_seconds, config.retry_after_max_seconds
         )
+        # One instructor client per transport; each call's meter reaches `_create` through a context variable
+        # (a call awaits instructor in its own task, so concurrent calls never see each other's meter).
+        self._meter: contextvars.ContextVar[UsageMeter] = contextvars.ContextVar("meter")
+        self._client: Any = None
+        self._base_params: dict[str, Any] | None = None
+
+    def _instructor_client(self) -> Any:
+        if self._client is None:
+            import instructor
+
+            self._client = instructor.from_litellm(self._create, mode=instructor.Mode.TOOLS, async_client=True)
+        return self._client
+
+    async def _create(self, **kwargs: Any) -> Any:
+        return await self._send(self._meter.get(), **kwargs)
+
+    def _params(self) -> dict[str, Any]:
+        """The request parameters every call of this transport sends (built once)."""
+        if self._base_params is None:
+            params: dict[str, Any] = {
+                "model": self.config.model,
+                "temperature": self.config.temperature,
+                "timeout": self.config.timeout_seconds,
+            }
+            if self.config.api_base:
+                params["api_base"] = self.config.api_base
+            if self.config.api_key:
+                params["api_key"] = self.config.api_key
+            self._base_params = params
+        return self._base_params
 
     def _completion_fn(self) -> CompletionFn:
         if self._completion is not None:
@@ -200,33 +256,23 @@ class LLMTransport:
             JudgeCallError: reason_code "invalid_judge_output" when the answers never
                 validated, "judge_error" when the transport failed for good.
         """
-        import instructor
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
 
         meter = meter if meter is not None else UsageMeter()
-
-        async def create(**kwargs: Any) -> Any:
-            return await self._send(meter, **kwargs)
-
-        client = instructor.from_litellm(create, mode=instructor.Mode.TOOLS, async_client=True)
-        params: dict[str, Any] = {
-            "model": self.config.model,
-            "temperature": self.config.temperature,
-            "timeout": self.config.timeout_seconds,
-        }
+        client = self._instructor_client()
+        params = dict(self._params())
+        if self.config.model in _UNPRICED_MODELS:
+            params.update(UNPRICED_REQUEST_PRICING)
         if seed is not None:
             params["seed"] = seed
         if max_tokens is not None:
             params["max_tokens"] = max_tokens
-        if self.config.api_base:
-            params["api_base"] = self.config.api_base
-        if self.config.api_key:
-            params["api_key"] = self.config.api_key
+        token = self._meter.set(meter)
         started = time.perf_counter()
         try:
             answer = await client.create(
-                messages=copy.deepcopy(messages),  # type: ignore[arg-type]
-                response_model=response_model,
+                messages=_request_messages(messages),
+                response_model=instructor_model(response_model),
                 max_retries=self.config.max_validation_retries,
                 **params,
             )
@@ -248,4 +294,5 @@ class LLMTransport:
             raise JudgeCallError("judge_error", _failure_reason(exc)) from exc
         finally:
             meter.latency_seconds += time.perf_counter() - started
-        return answer
+            self._meter.reset(token)
+        return cast(T, answer)

@@ -187,6 +187,8 @@ class PromptBuilder:
         self._counts: dict[str, int] = {}
         self._fenced: dict[tuple[str, str, str, str], str] = {}
         self._costs: dict[int, tuple[LeafEvidence, _ItemCost]] = {}
+        self._criterion_keys: dict[int, tuple[Leaf, str]] = {}
+        self._base: int | None = None
 
     def _count(self, text: str) -> int:
         if text not in self._counts:
@@ -242,8 +244,19 @@ class PromptBuilder:
 
     def _base_tokens(self) -> int:
         """Tokens of a call before any leaf: the rules, the message overheads and the section titles."""
-        system = SYSTEM_TEMPLATE.format(stage="submission", fence_rule=FENCE_RULE, tool=TOOL_NAME, criteria="")
-        return self._count(system) + 2 * MESSAGE_OVERHEAD_TOKENS + self._count("Evidence:\nLeaves:\n")
+        if self._base is None:
+            system = SYSTEM_TEMPLATE.format(stage="submission", fence_rule=FENCE_RULE, tool=TOOL_NAME, criteria="")
+            self._base = self._count(system) + 2 * MESSAGE_OVERHEAD_TOKENS + self._count("Evidence:\nLeaves:\n")
+        return self._base
+
+    def _criterion_key(self, leaf: Leaf) -> str:
+        # Asked for every leaf while packing and again while rendering; a content hash of its levels each time.
+        known = self._criterion_keys.get(id(leaf))
+        if known is not None and known[0] is leaf:
+            return known[1]
+        key = _criterion_key(leaf)
+        self._criterion_keys[id(leaf)] = (leaf, key)  # the leaf is kept, so its id is not reused
+        return key
 
     def _item_cost(self, item: LeafEvidence) -> _ItemCost:
         """What one leaf adds to a call, its ids rendered as placeholders (a token either way)."""
@@ -255,7 +268,8 @@ class PromptBuilder:
         line = LEAF_TEMPLATE.format(alias="L0", cid="C0", target=json.dumps(_one_line(leaf.target), ensure_ascii=False),
                                     meta="", refs=", ".join("E0" for _ in blocks) or "none",
                                     facts=_render_facts(item.facts))
-        cost = _ItemCost(_criterion_key(leaf), self._count(_criterion_block("C0", leaf)), blocks, self._count(line))
+        cost = _ItemCost(self._criterion_key(leaf), self._count(_criterion_block("C0", leaf)), blocks,
+                         self._count(line))
         self._costs[id(item)] = (item, cost)  # the item is kept, so its id is not reused
         return cost
 
@@ -269,7 +283,7 @@ class PromptBuilder:
         lines: list[str] = []
         for index, item in enumerate(batch, start=1):
             leaf = item.leaf
-            ckey = _criterion_key(leaf)
+            ckey = self._criterion_key(leaf)
             if ckey not in criteria:
                 criteria[ckey] = _criterion_block(f"C{len(criteria) + 1}", leaf)
             cid = criteria[ckey].split(":", 1)[0]

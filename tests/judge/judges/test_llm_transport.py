@@ -151,3 +151,74 @@ def test_prompt_tokens_are_counted_offline_and_grow_with_the_prompt() -> None:
     short = count_prompt_tokens("openai/local", MESSAGES)
     longer = count_prompt_tokens("openai/local", [*MESSAGES, {"role": "user", "content": "word " * 100}])
     assert 0 < short < longer and longer - short >= 100
+
+
+def test_the_answer_model_is_wrapped_for_instructor_once() -> None:
+    from instructor.v2.core.function_calls import ResponseSchema
+
+    from judge.judges.llm_schemas import answer_schema
+    from judge.judges.llm_transport import instructor_model
+
+    wrapped = instructor_model(MODEL)
+    assert instructor_model(MODEL) is wrapped  # no new class (nor schema) per request
+    assert issubclass(wrapped, MODEL) and issubclass(wrapped, ResponseSchema)
+    assert wrapped.model_json_schema() == answer_schema(MODEL)  # the tool the model sees is unchanged
+
+
+async def test_answers_are_instances_of_the_answer_model() -> None:
+    model = ScriptedModel([VALID])
+    got = await transport(model, SleepRecorder()).call(MESSAGES, MODEL, seed=3)
+    assert isinstance(got, MODEL)
+    assert got.model_dump() == MODEL.model_validate(VALID).model_dump()
+    assert model.requests[0].kwargs["tools"][0]["function"]["name"] == "GradeLeaves"
+
+
+async def test_concurrent_calls_on_one_transport_meter_their_own_requests() -> None:
+    import asyncio
+
+    model = ScriptedModel([lambda r: tool_response(VALID, prompt_tokens=100 + int(r.seed or 0))])
+    shared = transport(model, SleepRecorder())
+    meters = [UsageMeter() for _ in range(5)]
+    await asyncio.gather(*(shared.call(MESSAGES, MODEL, seed=seed, meter=meters[seed]) for seed in range(5)))
+    assert [m.prompt_tokens for m in meters] == [100 + seed for seed in range(5)]
+    assert all(m.requests == 1 for m in meters)
+
+
+async def test_the_callers_messages_are_not_changed_by_a_re_ask() -> None:
+    model = ScriptedModel([{"verdicts": "not a list"}, VALID])
+    messages = [dict(m) for m in MESSAGES]
+    await transport(model, SleepRecorder()).call(messages, MODEL, seed=0)
+    assert messages == MESSAGES
+    assert len(model.requests[1].messages) > len(MESSAGES)  # the re-ask went with the error
+
+
+async def test_an_unpriced_model_costs_0_and_its_price_stays_unknown() -> None:
+    """After the first failed price look-up, requests carry per-request zero prices (litellm then skips
+    its own failed look-up); nothing is registered, so estimates still say the price is unknown."""
+    from judge.judges.llm_transport import UNPRICED_REQUEST_PRICING
+    from judge.regrade.costing import price_for
+
+    model = ScriptedModel([VALID])
+    config = TransportConfig(model="openai/expjudge-unpriced-test-model")
+    unpriced = LLMTransport(config, completion=model, sleep=SleepRecorder())
+    meters = [UsageMeter(), UsageMeter()]
+    for meter in meters:
+        await unpriced.call(MESSAGES, MODEL, seed=0, meter=meter)
+    assert [m.cost_usd for m in meters] == [0.0, 0.0]
+    assert [m.prompt_tokens for m in meters] == [120, 120]
+    assert "input_cost_per_token" not in model.requests[0].kwargs
+    assert {k: model.requests[1].kwargs[k] for k in UNPRICED_REQUEST_PRICING} == UNPRICED_REQUEST_PRICING
+    price = price_for("openai/expjudge-unpriced-test-model")
+    assert not price.known and price.input_per_token == 0.0
+
+
+async def test_a_priced_model_is_priced_as_before() -> None:
+    import litellm
+
+    model = ScriptedModel([VALID])
+    priced = LLMTransport(TransportConfig(model="openai/gpt-4o-mini"), completion=model, sleep=SleepRecorder())
+    meter = UsageMeter()
+    await priced.call(MESSAGES, MODEL, seed=0, meter=meter)
+    expected = litellm.completion_cost(completion_response=tool_response(VALID), model="openai/gpt-4o-mini")
+    assert meter.cost_usd == pytest.approx(expected) and meter.cost_usd > 0
+    assert "input_cost_per_token" not in model.requests[0].kwargs
