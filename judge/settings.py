@@ -27,6 +27,14 @@ class Settings(BaseSettings):
     embedding_model_path: Path | None = Field(
         default=None, description="sentence-transformers model folder; default: the bundled all-MiniLM-L6-v2."
     )
+    embedding_cache: bool = Field(
+        default=True, description="Keep sentence vectors on disk: a rerun or another rubric version encodes nothing."
+    )
+    embedding_cache_path: Path | None = Field(
+        default=None,
+        description="The embedding cache file; default: embeddings.sqlite3 beside the SQLite store "
+        "(~/.expjudge/embeddings.sqlite3 with PostgreSQL).",
+    )
     llm_timeout_seconds: float = 180.0
     llm_max_transport_retries: int = 4
     llm_max_validation_retries: int = 2
