@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import redis
 import sqlalchemy as sa
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,6 +43,7 @@ from judge.devtools.local_services import (  # noqa: E402
     http_ok,
     offline_env,
     scratch_database,
+    scratch_redis,
     start_openai_stub,
     wait_until,
 )
@@ -70,8 +70,8 @@ class Stack:
 
     def start_worker(self) -> None:
         command = [*expjudge_command(), "worker", "--node", NODE, "--concurrency", "2"]
-        self.worker = ChildProcess(command, self.env, self.logs / f"worker-{time.time_ns()}.log")
-        wait_until(lambda: "ready." in self.worker.output() or not self._alive(self.worker), 180, "the worker")
+        worker = self.worker = ChildProcess(command, self.env, self.logs / f"worker-{time.time_ns()}.log")
+        wait_until(lambda: "ready." in worker.output() or not self._alive(worker), 180, "the worker")
 
     @staticmethod
     def _alive(child: ChildProcess | None) -> bool:
@@ -174,16 +174,6 @@ def _check(url: str, accepted: dict[str, str], sizes: dict[str, int]) -> dict[st
     }
 
 
-def _free_redis() -> tuple[redis.Redis, str]:
-    for number in range(15, 0, -1):
-        client = redis.Redis(host="127.0.0.1", port=6379, db=number)
-        if client.dbsize() == 0:
-            client.set("expjudge-bench-lock", "1")
-            return client, f"redis://127.0.0.1:6379/{number}"
-        client.close()
-    raise SystemExit("no empty Redis database between 1 and 15")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=3.0)
@@ -192,10 +182,9 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     logs = Path(tempfile.mkdtemp(prefix="expjudge-crash-"))
-    redis_client, broker = _free_redis()
     stub_child, stub = start_openai_stub(logs)
     try:
-        with scratch_database() as url:
+        with scratch_database() as url, scratch_redis("expjudge-bench-lock") as broker:
             env = offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_BROKER_URL=broker, EXPJUDGE_AUTH_ENABLED="false",
                               EXPJUDGE_LLM_API_BASE=f"{stub}/v1", EXPJUDGE_LLM_API_KEY="sk-stub")
             stack = Stack(env, logs)
@@ -208,7 +197,8 @@ def main() -> None:
             try:
                 submitter = threading.Thread(target=_submit, args=(stack, until, accepted, sizes, random.Random(1)))
                 submitter.start()
-                _kill_loop(stack, until, *args.kill_every, rng, kills)
+                low, high = args.kill_every
+                _kill_loop(stack, until, low, high, rng, kills)
                 submitter.join()
                 stack.kill("both")  # a last crash, then a clean start: what a restart after an outage sees
                 stack.restart("both")
@@ -225,8 +215,6 @@ def main() -> None:
                 stack.stop()
     finally:
         stub_child.stop()
-        redis_client.flushdb()
-        redis_client.close()
     print(f"{args.minutes:g} min stream: {len(accepted)} batch jobs accepted ({sum(sizes.values())} items); "
           f"{len(kills)} SIGKILLs (api {kills.count('api')}, worker {kills.count('worker')}, "
           f"both {kills.count('both')}) plus a final one of both; drained {drained:.0f} s after the last restart")

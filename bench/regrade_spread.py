@@ -26,8 +26,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +47,7 @@ from judge.devtools.local_services import (  # noqa: E402
     expjudge_command,
     offline_env,
     scratch_database,
+    scratch_redis,
     start_openai_stub,
     wait_until,
 )
@@ -119,24 +118,6 @@ def bare_litellm(api_base: str, in_flight: int, processes: int, seconds: float) 
 
 
 # ---- the regrade over Celery workers ------------------------------------------------------------------------
-
-@contextmanager
-def redis_database() -> Iterator[str]:
-    """A Redis database number nobody uses right now; flushed afterwards."""
-    import redis
-
-    for number in range(13, 0, -1):
-        client = redis.Redis(host="127.0.0.1", port=6379, db=number)
-        if client.dbsize() == 0 and client.set("expjudge-spread-bench", "1", nx=True):
-            try:
-                yield f"redis://127.0.0.1:6379/{number}"
-            finally:
-                client.flushdb()
-                client.close()
-            return
-        client.close()
-    raise RuntimeError("no empty Redis database between 1 and 13")
-
 
 class Workers:
     """`count` Celery worker processes sharing `threads` jobs in flight."""
@@ -283,7 +264,7 @@ def main() -> None:
     lines = run_lines((WARM + args.runs) * len(levels), "spread")
     print(f"stub latency {args.latency_ms:g} ms; {args.workers} worker processes; {cores} cores")
     try:
-        with scratch_database() as db_url, redis_database() as broker:
+        with scratch_database() as db_url, scratch_redis("expjudge-spread-bench", highest=13) as broker:
             for number, in_flight in enumerate(levels):
                 ideal = in_flight / latency
                 one, one_cpu = bare_litellm(f"{base}/v1", in_flight, 1, args.seconds)

@@ -92,6 +92,34 @@ def scratch_database(host: str = LOOPBACK, port: int = 5432, maintenance_db: str
         connection.close()
 
 
+@contextmanager
+def scratch_redis(claim: str, host: str = LOOPBACK, port: int = 6379, highest: int = 15) -> Iterator[str]:
+    """An empty database number of a running Redis server, claimed and flushed afterwards.
+
+    Args:
+        claim: The key set (SET NX) to claim an empty database before a broker writes to it, so that two
+            runs side by side never share one.
+        highest: The highest database number tried (down to 1; 0 is left to whoever runs Redis).
+
+    Yields:
+        Its Redis URL.
+    """
+    import redis
+
+    for number in range(highest, 0, -1):
+        client = redis.Redis(host=host, port=port, db=number)
+        try:
+            if client.dbsize() == 0 and client.set(claim, "1", nx=True):
+                try:
+                    yield f"redis://{host}:{port}/{number}"
+                finally:
+                    client.flushdb()
+                return
+        finally:
+            client.close()
+    raise RuntimeError(f"no empty Redis database between 1 and {highest} on {host}:{port}")
+
+
 class PostgresCluster:
     """A throwaway PostgreSQL cluster (initdb + pg_ctl) on a free port, for tests that stop the database.
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-import redis
 
 from judge.devtools.local_services import (
     ChildProcess,
     expjudge_command,
     offline_env,
     scratch_database,
+    scratch_redis,
     start_openai_stub,
     start_service,
     wait_until,
@@ -30,18 +30,8 @@ NODE = "w1@expjudge-test"
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     """A Redis database number nobody uses right now; flushed afterwards."""
-    for number in range(15, 0, -1):
-        client = redis.Redis(host="127.0.0.1", port=6379, db=number)
-        if client.dbsize() == 0:
-            client.set("expjudge-test-lock", "1")  # claim it before the broker writes anything
-            try:
-                yield f"redis://127.0.0.1:6379/{number}"
-            finally:
-                client.flushdb()
-                client.close()
-            return
-        client.close()
-    pytest.fail("no empty Redis database between 1 and 15")
+    with scratch_redis("expjudge-test-lock") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

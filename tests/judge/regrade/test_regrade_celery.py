@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
-from judge.devtools.local_services import ChildProcess, expjudge_command, offline_env, wait_until
+from judge.devtools.local_services import ChildProcess, expjudge_command, offline_env, scratch_redis, wait_until
 from judge.regrade import RegradeOptions, Regrader
 from tests.conftest import CURIE_RUNS, EXPBENCH_TASKS
 from tests.judge.regrade.conftest import grade_rows, sqlite_url
@@ -22,17 +21,8 @@ pytestmark = pytest.mark.redis
 @pytest.fixture
 def redis_url() -> Iterator[str]:
     """A Redis database number nobody uses right now; flushed afterwards."""
-    for number in range(14, 0, -1):
-        client = redis.Redis(host="127.0.0.1", port=6379, db=number)
-        if client.dbsize() == 0 and client.set("expjudge-regrade-test", "1", nx=True):
-            try:
-                yield f"redis://127.0.0.1:6379/{number}"
-            finally:
-                client.flushdb()
-                client.close()
-            return
-        client.close()
-    pytest.fail("no empty Redis database between 1 and 14")
+    with scratch_redis("expjudge-regrade-test", highest=14) as url:
+        yield url
 
 
 async def test_celery_workers_grade_each_run_once(tmp_path: Path, redis_url: str) -> None:
