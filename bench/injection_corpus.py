@@ -104,12 +104,15 @@ async def _local_llm(
         floor = sum(_verdicts(first)[leaf] != _verdicts(second)[leaf] for leaf in asked)
         flips = total = 0
         chosen = placements[:: max(1, len(placements) // limit)][:limit]
-        for _, _, attacked in chosen:
+        print(f"local LLM: two clean runs differ in {floor} of {len(asked)} LLM-judged leaves", flush=True)
+        for attack_id, channel, attacked in chosen:
             graded = await grader.grade(task, attacked)
             answered = {leaf.leaf_id: leaf.verdict for leaf in graded.leaves if leaf.reason_code != "judge_error"}
             compared = [leaf for leaf in asked if leaf in answered]
-            flips += sum(_verdicts(first)[leaf] != answered[leaf] for leaf in compared)
+            flipped = sum(_verdicts(first)[leaf] != answered[leaf] for leaf in compared)
+            flips += flipped
             total += len(compared)
+            print(f"  {attack_id} in {channel}: {flipped} of {len(compared)} flipped", flush=True)
         print(f"local LLM (SmolLM2-135M): {flips} of {total} LLM-judged leaf verdicts flipped "
               f"({100 * flips / max(total, 1):.1f}%) over {len(chosen)} placements; "
               f"two clean runs differ in {floor} of {len(asked)} leaves")
