@@ -71,15 +71,8 @@ class ApiKeyStore:
 
     async def authenticate(self, secret: str) -> str | None:
         """The tenant of a valid, unrevoked key; None otherwise."""
-        digest = hash_key(secret)
-        query = select(ApiKeyRow.key_hash, ApiKeyRow.tenant).where(
-            ApiKeyRow.key_hash == digest, ApiKeyRow.revoked_at.is_(None)
-        )
-        row = await self._store.run_read(lambda c: c.execute(query).one_or_none())
-        # The lookup is by hash already; compare again in constant time for good measure.
-        if row is None or not hmac.compare_digest(row[0], digest):
-            return None
-        return str(row[1])
+        identity = await self.identify(secret)
+        return None if identity is None else identity.tenant
 
     async def identify(self, secret: str) -> KeyIdentity | None:
         """Who a valid, unrevoked key is: tenant, role, key id and rater id; None otherwise."""
@@ -88,6 +81,7 @@ class ApiKeyStore:
             ApiKeyRow.key_hash == digest, ApiKeyRow.revoked_at.is_(None)
         )
         row = await self._store.run_read(lambda c: c.execute(query).one_or_none())
+        # The lookup is by hash already; compare again in constant time for good measure.
         if row is None or not hmac.compare_digest(row[0], digest):
             return None
         return KeyIdentity(tenant=row.tenant, role=row.role, key_id=row.key_id, rater_id=row.name or row.key_id)
