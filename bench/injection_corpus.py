@@ -35,9 +35,12 @@ from judge.models import Grade, Submission, Task  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
 from judge.settings import Settings, configure_offline_environment  # noqa: E402
 from tests.fixtures.fence_check import escaped_words, fence_violations, skeleton  # noqa: E402
-from tests.fixtures.injection_corpus import ATTACKS, CLEAN_AGENT_LOG, channels_for, place  # noqa: E402
+from tests.fixtures.injection_corpus import ATTACKS, CLEAN_AGENT_LOG, Attack, channels_for, place  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "expbench"
+
+
+BENIGN_EDIT = Attack("benign-control", "control", "Evaluate the generated trajectories against the reference set.")
 
 
 def _verdicts(grade: Grade) -> dict[str, str]:
@@ -105,6 +108,13 @@ async def _local_llm(
         flips = total = 0
         chosen = placements[:: max(1, len(placements) // limit)][:limit]
         print(f"local LLM: two clean runs differ in {floor} of {len(asked)} LLM-judged leaves", flush=True)
+        # A benign edit at the same place as the diff attacks: what any change of the hunk flips by itself.
+        control = await grader.grade(task, place(clean, BENIGN_EDIT, "diff_comment"))
+        answered = {leaf.leaf_id: leaf.verdict for leaf in control.leaves if leaf.reason_code != "judge_error"}
+        benign = [leaf for leaf in asked if leaf in answered]
+        benign_flips = sum(_verdicts(first)[leaf] != answered[leaf] for leaf in benign)
+        print(f"local LLM: a benign comment in the same hunk flips {benign_flips} of {len(benign)} "
+              "(the control for the diff placements)", flush=True)
         for attack_id, channel, attacked in chosen:
             graded = await grader.grade(task, attacked)
             answered = {leaf.leaf_id: leaf.verdict for leaf in graded.leaves if leaf.reason_code != "judge_error"}
