@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from judge.jobs import JudgeSelection
+from judge.models import ReferenceFile
 from judge.store import GradeSummary
 
 RUBRIC_REF = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -30,6 +31,12 @@ class ExpBenchTask(BaseModel):
     paper_id: str = Field(min_length=1, description="The paper id (the file name's prefix).")
     index: int = Field(ge=0, description="The task's position in the file's `questions`.")
     question: dict[str, Any] = Field(description="The entry of `questions` as it lies in the file.")
+    reference_files: list[ReferenceFile] = Field(
+        default_factory=list,
+        description="The paper's own code of the task's files (path relative to the repository root, `/workspace/` "
+                    "dropped; full text). `masked` defaults to whether `masked_source` names the file.")
+    ground_truth_diff: str | None = Field(
+        default=None, description="The reference implementation as an all-added unified diff (another form).")
 
 
 class GradeSpec(BaseModel):

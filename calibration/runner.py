@@ -1,5 +1,10 @@
 """Run a judge over labelled items: each item becomes (task, submission, leaf), graded once and cached.
 
+Each case is graded by the same pipeline as every grade the service serves (`judge.grading.Grader`, its
+leaf-level entry point `prepare_leaves` / `judge_prepared`): ground-truth copy detection, the rubric's
+gates, the evidence, the judge; so the agreement measured here is that of the grades `POST /v1/grade`
+serves, on the one leaf each label is about.
+
 An adapter turns a labelled item into a `JudgeCase` and a judge's `LeafResult` back into a label of the
 label set. Claims about diffs (CRScore) are the adapter shipped here; any item type that can be turned into a
 task, a submission and one leaf can get its own.
@@ -34,26 +39,26 @@ __all__ = ["ADAPTERS", "CaseAdapter", "CaseOutcome", "CaseRunner", "ClaimAdapter
 from calibration.items import CLAIM_CRITERION, ClaimItem, LabelledItem
 from calibration.judgeeval import JudgeEvalAdapter
 from calibration.labels import Label, LabelKey
-from judge.checks.claim_vs_diff import CLAIM_CHECK, CLAIM_LABELS, claim_label_of
+from judge.checks.claim_vs_diff import CLAIM_CHECK, claim_label_of
 from judge.errors import InputError, MalformedDiffError, RubricError
-from judge.evidence.builder import EvidenceBuilder
-from judge.evidence.claim_evidence import CLAIM_FEATURES_VERSION, alignment_texts, ensure_diff_headers
+from judge.evidence.claim_evidence import CLAIM_FEATURES_VERSION, ensure_diff_headers
 from judge.evidence.embeddings import Embedder, default_embedder
-from judge.evidence.submission_view import SubmissionView
-from judge.evidence.types import GradingContext, LeafEvidence
-from judge.grading import fingerprint_for
+from judge.evidence.types import LeafEvidence
+from judge.grading import Grader, PreparedGrade
 from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.response_cache import ResponseCache
 from judge.models import JudgeFingerprint, Leaf, LeafResult, Rubric, Submission, Task, content_hash
+from judge.models.claim_labels import CLAIM_LABELS
 from judge.rubric_loader import expand_rubric
 
 # Part of every result-cache key: bump when what a cached result means changes.
-RESULT_CACHE_VERSION = "calibration-result-v1"
+RESULT_CACHE_VERSION = "calibration-result-v2"  # v2: graded by the grading pipeline (gates, copies)
 _SYNTHETIC_EXT = {"python": "py", "java": "java", "javascript": "js"}
-# Every module an embedded result depends on: the checks, the evidence layer, the embedded judge.
+# Every module an embedded result depends on: the checks, the evidence layer, the embedded judge, and
+# the grading pipeline around them (gates, copy detection).
 _DECIDING_PACKAGES = ("judge.checks", "judge.evidence")
-_DECIDING_MODULES = ("judge.judges.embedded",)
+_DECIDING_MODULES = ("judge.judges.embedded", "judge.grading", "judge.ground_truth_leaks")
 
 
 def single_leaf(rubric: Rubric, check: str, task: Task) -> Leaf:
@@ -197,8 +202,8 @@ class CaseRunner:
         self.judge = judge
         self.adapter = adapter
         self.embedder = embedder or default_embedder()
-        self.builder = EvidenceBuilder(self.embedder)
-        self.fingerprint = fingerprint_for(rubric, judge, self.embedder)
+        self.grader = Grader(rubric, judge, embedder=self.embedder)
+        self.fingerprint = self.grader.fingerprint
         # Only a deterministic judge's results may be reused whole; an LLM judge's come from its
         # response cache, which never keeps a failed call.
         self.result_cache = result_cache if isinstance(judge, EmbeddedJudge) else None
@@ -206,22 +211,15 @@ class CaseRunner:
         self.progress = progress
         self.console = console or Console(stderr=True)
 
+    def prepare(self, cases: Sequence[JudgeCase]) -> list[PreparedGrade | MalformedDiffError]:
+        """Every case prepared by the grading pipeline (copies, gates, evidence), embedding in one batch."""
+        return self.grader.prepare_leaves([(case.task, case.submission, [case.leaf]) for case in cases])
+
     def build_evidence(self, cases: Sequence[JudgeCase]) -> list[LeafEvidence | None]:
-        """Evidence of every case (None where the submission does not parse), embedding in one batch."""
-        views: list[SubmissionView | None] = []
-        texts: list[str] = []
-        for case in cases:
-            try:
-                view = SubmissionView.build(case.submission)
-            except MalformedDiffError:
-                views.append(None)
-                continue
-            views.append(view)
-            if case.leaf.check.name == CLAIM_CHECK:
-                texts += alignment_texts([case.leaf], view.diff)
-        self.embedder.encode(list(dict.fromkeys(texts)))  # one batched pass; per-case builds then hit memory
-        return [self.builder.build([case.leaf], case.task, view)[0] if view is not None else None
-                for case, view in zip(cases, views, strict=True)]
+        """Evidence of every case's leaf, None where the submission does not parse or a gate decided the
+        leaf (nothing for a judge to read)."""
+        return [p.evidence[0] if isinstance(p, PreparedGrade) and p.evidence else None
+                for p in self.prepare(cases)]
 
     async def run(self, cases: Sequence[JudgeCase]) -> tuple[list[CaseOutcome], RunStats]:
         """Grade every case; outcomes in input order."""
@@ -245,15 +243,15 @@ class CaseRunner:
                       transient=False) as bar:
             task_id = bar.add_task(f"{escape(self.judge.name)} on {len(cases)} items", total=len(cases),
                                    completed=len(cases) - len(pending))
-            evidence = await asyncio.to_thread(self.build_evidence, [cases[i] for i in pending])
+            prepared = await asyncio.to_thread(self.prepare, [cases[i] for i in pending])
             semaphore = asyncio.Semaphore(self.concurrency)
 
-            async def one(index: int, item: LeafEvidence | None) -> None:
+            async def one(index: int, item: PreparedGrade | MalformedDiffError) -> None:
                 async with semaphore:
                     outcomes[index] = await self._judge(cases[index], item, keys[index], stats)
                 bar.advance(task_id)
 
-            await asyncio.gather(*(one(i, e) for i, e in zip(pending, evidence, strict=True)))
+            await asyncio.gather(*(one(i, p) for i, p in zip(pending, prepared, strict=True)))
         done = [o for o in outcomes if o is not None]
         for outcome in done:
             if outcome.predicted is None:
@@ -263,23 +261,21 @@ class CaseRunner:
         stats.seconds = round(time.perf_counter() - started, 3)
         return done, stats
 
-    async def _judge(self, case: JudgeCase, evidence: LeafEvidence | None, key: str, stats: RunStats) -> CaseOutcome:
-        if evidence is None:
+    async def _judge(self, case: JudgeCase, prepared: PreparedGrade | MalformedDiffError, key: str,
+                     stats: RunStats) -> CaseOutcome:
+        if isinstance(prepared, MalformedDiffError):
             reason = "the diff does not parse as a unified diff"
             stats.warnings.append(f"{case.item.item_id}: {reason}")
             return CaseOutcome(case, _unscored(case, reason, self.judge.name), None)
-        view_texts = {"diff": case.submission.diff or ""}
-        context = GradingContext(task=case.task, submission=case.submission, rubric=self.rubric,
-                                 source_texts=view_texts)
-        outcome = await self.judge.judge_leaves(context, [evidence])
-        usage = outcome.usage
+        judged = await self.grader.judge_prepared(prepared)
+        usage = judged.usage
         stats.llm_calls += usage.llm_calls
         stats.llm_cache_hits += usage.cache_hits
         stats.prompt_tokens += usage.prompt_tokens
         stats.completion_tokens += usage.completion_tokens
         stats.cost_usd += usage.cost_usd
-        result = outcome.results[0]
-        shown = evidence_texts(evidence)
+        result = judged.results[0]
+        shown = evidence_texts(prepared.evidence[0]) if prepared.evidence else []
         if self.result_cache is not None:
             await self.result_cache.set(key, {"result": result.model_dump(mode="json"), "evidence": shown})
         return CaseOutcome(case, result, self.adapter.label_of(result), shown)

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from judge.evidence.embeddings import Embedder
-from judge.grading import Grader
+from judge.grading import ContentHashes, Grader, PreparedGrade
 from judge.judges.base import Judge
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Submission, Task, Usage
 from judge.store import Store
@@ -95,14 +95,16 @@ class GradingService:
         """The judge fingerprint of every grade this service makes."""
         return self.grader.fingerprint
 
-    async def look_up(self, task: Task, submission: Submission, *,
-                      refresh: bool = False) -> tuple[CalibrationStatus, Grade | None]:
+    async def look_up(self, task: Task, submission: Submission, *, refresh: bool = False,
+                      hashes: ContentHashes | None = None) -> tuple[CalibrationStatus, Grade | None]:
         """The fingerprint's calibration status and a cached grade of the same content (None on a miss,
-        with `refresh`, or without a store), in one store round trip."""
+        with `refresh`, or without a store), in one store round trip; `hashes`: the content hashes, when
+        the caller computed them already."""
         if self.store is None:
             return CalibrationStatus(calibrated=False), None
         digest = self.fingerprint.digest
-        keys = (submission.content_hash(), task.content_hash(), digest)
+        hashes = hashes or ContentHashes.of(task, submission)
+        keys = (hashes.submission, hashes.task, digest)
 
         def read(connection: Connection) -> tuple[CalibrationStatus, Grade | None]:
             cached = None if refresh else cached_grade_on(connection, *keys)
@@ -117,10 +119,30 @@ class GradingService:
         Raises:
             MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
         """
-        calibration, hit = await self.look_up(task, submission, refresh=refresh)
+        hashes = ContentHashes.of(task, submission)  # once: the look-up and the grade both key on them
+        calibration, hit = await self.look_up(task, submission, refresh=refresh, hashes=hashes)
         if hit is not None:
             return ServedGrade(cache_hit_copy(hit, task, submission, calibration), from_cache=True)
-        return ServedGrade(await self.grader.grade(task, submission, calibration=calibration), from_cache=False)
+        return await self.grade_miss(task, submission, calibration, hashes=hashes)
+
+    async def grade_miss(self, task: Task, submission: Submission, calibration: CalibrationStatus, *,
+                         hashes: ContentHashes | None = None) -> ServedGrade:
+        """Grade now, without a cache look-up: for a caller that looked the content up already (regrade
+        looks up its runs in bulk) and read the fingerprint's calibration status.
+
+        Raises:
+            MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
+        """
+        grade = await self.grader.grade(task, submission, calibration=calibration, hashes=hashes)
+        return ServedGrade(grade, from_cache=False)
+
+    async def prepare(self, task: Task, submission: Submission) -> PreparedGrade:
+        """A grade up to the judge call (dry runs and cost estimates; see `Grader.prepare`).
+
+        Raises:
+            MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
+        """
+        return await self.grader.prepare(task, submission)
 
     async def remember(self, served: ServedGrade, *, replace: bool = False) -> bool:
         """Put a freshly made, cacheable grade in the grade cache; True when it was put there."""

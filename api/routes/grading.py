@@ -19,11 +19,13 @@ from api.schemas import (
     JobAccepted,
     Links,
 )
-from judge.errors import InputError, MalformedDiffError, TaskFormatError
+from judge.errors import InputError, MalformedDiffError, SubmissionFormatError, TaskFormatError
 from judge.jobs import GradeItem, JobPayload, SyncGrade, create_job, grade_now
 from judge.loaders.expbench import task_from_expbench
 from judge.loaders.native import parse_submission, parse_task
-from judge.models import Grade
+from judge.models import Grade, Submission, Task
+from judge.models.bounds import check_document
+from judge.reference.repository import check_reference, with_given_reference
 
 router = APIRouter(tags=["grading"])
 
@@ -44,8 +46,43 @@ class BrokerUnavailable(ApiError):
     code = "broker_unavailable"
 
 
+def _problems(exc: InputError) -> list[tuple[str, str]]:
+    return exc.problems or [(exc.field or "body", exc.message)]
+
+
+def _parse_items(items: list[tuple[GradeRequestItem, str]]) -> list[GradeItem]:
+    """Validate every item's task and submission; one error listing every problem of every item."""
+    parsed: list[GradeItem] = []
+    first: InputError | None = None
+    problems: list[tuple[str, str]] = []
+    for item, where in items:
+        task: Task | None = None
+        submission: Submission | None = None
+        try:
+            task = _parse_task(item, where)
+        except InputError as exc:
+            first, problems = first or exc, problems + _problems(exc)
+        try:
+            check_document(item.submission, field=f"{where}submission", error=SubmissionFormatError)
+            submission = parse_submission(item.submission, field=f"{where}submission")
+        except InputError as exc:
+            first, problems = first or exc, problems + _problems(exc)
+        if task is not None and submission is not None:
+            parsed.append(GradeItem.of(task, submission))
+    if first is not None:
+        raise type(first)(first.message, field=first.field, problems=problems if len(problems) > 1 else None)
+    return parsed
+
+
 def _parse_item(item: GradeRequestItem, where: str) -> GradeItem:
     """Validate one item's task and submission; errors name the field, e.g. items[3].task.requirements."""
+    [parsed] = _parse_items([(item, where)])
+    return parsed
+
+
+def _parse_task(item: GradeRequestItem, where: str) -> Task:
+    # Free-form parts (metadata, a question entry) are bounded before anything walks or stores them.
+    check_document(item.task, field=f"{where}task", error=TaskFormatError)
     if item.task_format == "expbench":
         try:
             spec = ExpBenchTask.model_validate(item.task)
@@ -57,9 +94,10 @@ def _parse_item(item: GradeRequestItem, where: str) -> GradeItem:
         except InputError as exc:  # its field starts questions[index]: the entry this request calls task.question
             inner = (exc.field or "").removeprefix(f"questions[{spec.index}]")
             raise TaskFormatError(exc.message, field=f"{where}task.question{inner}") from None
-    else:
-        task = parse_task(item.task, field=f"{where}task")
-    return GradeItem.of(task, parse_submission(item.submission, field=f"{where}submission"))
+        return with_given_reference(task, spec.reference_files, spec.ground_truth_diff, field=f"{where}task")
+    task = parse_task(item.task, field=f"{where}task")
+    check_reference(task, field=f"{where}task")  # a reference diff that does not parse: 422 now, not at grading
+    return task
 
 
 def _payload(service: Service, spec: GradeSpec, items: list[GradeItem]) -> JobPayload:
@@ -163,6 +201,6 @@ async def grade_batch(
     body: BatchRequest, service: ServiceDep, tenant: TenantDep, idempotency_key: IdempotencyKey = None
 ) -> JSONResponse:
     """Queue one job grading every item; follow its `links.self` for progress and results."""
-    items = [_parse_item(item, f"items[{index}].") for index, item in enumerate(body.items)]
+    items = _parse_items([(item, f"items[{index}].") for index, item in enumerate(body.items)])
     payload = _payload(service, body, items)
     return await _enqueue(service, tenant, "batch", payload, idempotency_key)

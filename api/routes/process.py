@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.deps import TenantDep
 from judge.errors import InputError, MalformedDiffError
 from judge.models import ImprovementRange, ProcessInputs, TrajectoryStep
+from judge.models.bounds import Bounded
 from judge.process import ProcessMetrics
 from judge.process.metrics import run_from_inputs
 from judge.process.models import FinalTest
@@ -29,7 +30,7 @@ class ProcessRequest(BaseModel):
     metric_direction: Literal["higher", "lower"] | None = Field(
         default=None, description="Which way the metric improves; None computes no performance metrics.")
     baseline_metric: float | None = Field(default=None, allow_inf_nan=False)
-    baseline_code: dict[str, str] | None = Field(default=None, description="Baseline files, for reach.")
+    baseline_code: Bounded[dict[str, str]] | None = Field(default=None, description="Baseline files, for reach.")
     test: FinalTest | None = Field(default=None, description="The final test of the best-validation code.")
     budget: int | None = Field(default=None, ge=1, description="Step budget (completion rate).")
     improvement_range: ImprovementRange | None = Field(

@@ -45,11 +45,11 @@ from judge.evidence.embeddings import Embedder
 from judge.evidence.submission_view import SubmissionView
 from judge.evidence.types import GradingContext, LeafEvidence
 from judge.models import Leaf, LeafResult, Task, Verdict
+from judge.models.claim_labels import CLAIM_LABELS as CLAIM_LABELS  # re-exported: the check's labels
+from judge.models.claim_labels import LABEL_FLAG as LABEL_FLAG
 
 CLAIM_CHECK = "claim_vs_diff"
-CLAIM_LABELS: tuple[str, ...] = ("correct", "incorrect", "unverifiable", "incomplete")
 ClaimLabel = Literal["correct", "incorrect", "unverifiable", "incomplete"]
-LABEL_FLAG = "label:"
 CLAIM_ANSWERS = (
     "verdict: correct = the evidence shows the claim holds; incorrect = it shows the claim does not hold; "
     "unverifiable = the evidence cannot show either; incomplete = the claim is cut off or unfinished"

@@ -130,6 +130,11 @@ def regrade_command(
         "--only", help="Regrade a subset: paper=GLOB, task=GLOB, agent=GLOB, run=GLOB, or flipped[=BASELINE] "
                        "(runs whose verdict flipped in the previous changes.json in --out); repeatable."
     )] = None,
+    reference_repo: Annotated[list[str] | None, typer.Option(
+        "--reference-repo", help="[PAPER=]DIR|TAR: the paper's repository (folder or .tar/.tar.gz); its tasks' "
+                                 "reference files (masked_source, source, cited files; /workspace/ = its root) "
+                                 "are read from it. Without PAPER= it serves every paper; repeatable."
+    )] = None,
 ) -> None:
     """Regrade historic runs: resumable, exactly once per run, cached where unchanged, with a change report.
 
@@ -137,6 +142,7 @@ def regrade_command(
     """
     from judge.errors import InputError
     from judge.gc_tuning import freeze_startup_objects
+    from judge.reference.repository import parse_reference_repos
     from judge.regrade import RegradeOptions, Regrader
     from judge.regrade.export import make_out_dir
     from judge.regrade.run_filter import parse_only
@@ -149,11 +155,13 @@ def regrade_command(
             raise InputError("expected local or celery", field="--workers")
         make_out_dir(out)  # a bad --out is a one-line error before any run is read
         run_filter = parse_only(only or [], out)  # before this regrade rewrites out/changes.json
+        reference_repos = parse_reference_repos(reference_repo or [])
         options = RegradeOptions(
             paths=paths, out_dir=out, judge=judge, samples=samples, rubric=rubric, tasks_dir=tasks_dir,
             dry_run=dry_run, max_cost=max_cost, concurrency=concurrency, rpm=rpm, tpm=tpm,
             workers="celery" if workers == "celery" else "local", database_url=database_url, api_base=api_base,
             compare_fingerprint=compare_fingerprint, tenant=tenant, run_filter=run_filter,
+            reference_repos=reference_repos,
         )
         bar = RichProgress(console)
         regrader = Regrader(options, progress=bar)

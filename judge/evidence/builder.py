@@ -1,18 +1,51 @@
 """Build each leaf's evidence: the submission parsed once, each check building its leaves' evidence.
 
 What a check embeds and how it aligns is the check's own (judge/checks/); this module only groups the
-leaves by check, embeds what all of them need in one model call, and keeps the leaves' order.
+leaves by check, embeds what all of them need in one model call, and keeps the leaves' order. It knows
+the checks only through the small protocols below: the evidence layer sits under the checks, so it must
+not import them (the grader hands it the registry).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import Protocol
 
-from judge.checks.registry import CHECKS, CheckRegistry
 from judge.evidence.embeddings import Embedder
 from judge.evidence.submission_view import SubmissionView
 from judge.evidence.types import LeafEvidence
 from judge.models import Leaf, Task
+
+
+class EvidenceSource(Protocol):
+    """What the builder asks of a check: the texts it embeds and the evidence it builds."""
+
+    @property
+    def name(self) -> str:
+        """The name rubrics use."""
+        ...
+
+    def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView) -> list[str]:
+        """The texts `build_evidence` will embed."""
+        ...
+
+    def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
+                       view: SubmissionView) -> list[LeafEvidence]:
+        """Evidence of each leaf, in order."""
+        ...
+
+
+class EvidenceSources(Protocol):
+    """A registry of checks by name (`judge.checks.registry.CheckRegistry`)."""
+
+    def get(self, name: str, *, where: str = ...) -> EvidenceSource:
+        """The check named `name`."""
+        ...
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def __iter__(self) -> Iterator[EvidenceSource]: ...
 
 
 class EvidenceBuilder:
@@ -20,19 +53,27 @@ class EvidenceBuilder:
 
     Args:
         embedder: Sentence embeddings for alignment.
-        checks: The checks leaves may name (default: the library's registry).
+        checks: The checks leaves may name (the grader passes the library's registry).
     """
 
-    def __init__(self, embedder: Embedder, *, checks: CheckRegistry = CHECKS) -> None:
+    def __init__(self, embedder: Embedder, *, checks: EvidenceSources) -> None:
         self.embedder = embedder
         self.checks = checks
 
-    def build(self, leaves: list[Leaf], task: Task, view: SubmissionView) -> list[LeafEvidence]:
-        """Evidence for every leaf, in the order given (a leaf of an unknown check gets none)."""
+    def _groups(self, leaves: list[Leaf]) -> list[tuple[EvidenceSource, list[Leaf]]]:
         by_check: dict[str, list[Leaf]] = defaultdict(list)
         for leaf in leaves:
             by_check[leaf.check.name].append(leaf)
-        groups = [(self.checks.get(name), group) for name, group in by_check.items() if name in self.checks]
+        return [(self.checks.get(name), group) for name, group in by_check.items() if name in self.checks]
+
+    def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView) -> list[str]:
+        """Every text the checks of `leaves` embed for them (a caller building many submissions' evidence
+        embeds them all in one batch first; `build` then finds the vectors in memory)."""
+        return [text for check, group in self._groups(leaves) for text in check.texts_to_embed(group, view)]
+
+    def build(self, leaves: list[Leaf], task: Task, view: SubmissionView) -> list[LeafEvidence]:
+        """Evidence for every leaf, in the order given (a leaf of an unknown check gets none)."""
+        groups = self._groups(leaves)
         # One encode call for the whole grade: the checks then find their vectors in memory. Check by
         # check, a grade made ~9 model calls of 2-6 texts each; one call is 5-9% faster on the bench's
         # tasks (the model's compute is most of the cost, not the number of calls).

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judge.models import EvidenceSource, Leaf, Rubric, Submission, Task
+from judge.models import EvidenceSource, Leaf, ReferenceSpan, Rubric, Submission, Task
 
 
 class AlignedSnippet(BaseModel):
@@ -27,7 +27,10 @@ class LeafEvidence(BaseModel):
 
     `snippets` are what the judge may look at (a requirement sees its relevant hunks,
     never a truncated whole diff); `facts` are mechanical findings (detected role,
-    numeric checks, log class, integrity findings) keyed by name.
+    numeric checks, log class, integrity findings) keyed by name. `reference` is the span of the task's
+    reference implementation the leaf is judged against (trusted ground truth; None when the task has no
+    reference or the leaf is not a requirement) and `reference_spans` every such span, `reference` first
+    (a requirement may cite several ranges); see `judge.reference`.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -35,6 +38,8 @@ class LeafEvidence(BaseModel):
     leaf: Leaf
     snippets: list[AlignedSnippet] = Field(default_factory=list)
     facts: dict[str, Any] = Field(default_factory=dict)
+    reference: ReferenceSpan | None = None
+    reference_spans: list[ReferenceSpan] = Field(default_factory=list)
 
 
 @dataclass

@@ -1,8 +1,11 @@
-"""What a job carries: the items to grade, the rubric and the judge, stored as JSON with the job."""
+"""What a job carries: the items to grade, the rubric and the judge, stored as JSON with the job.
+
+An item holds the task and submission models themselves: the API parses a request once and hands the
+models on (a model given to a model field is kept, not validated again); a worker reading a stored job
+validates its JSON straight into them.
+"""
 
 from __future__ import annotations
-
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,12 +22,12 @@ class JudgeSelection(BaseModel):
 
 
 class GradeItem(BaseModel):
-    """One (task, submission) pair, both already validated, in their native JSON form."""
+    """One (task, submission) pair (stored in their native JSON form)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    task: dict[str, Any]
-    submission: dict[str, Any]
+    task: Task
+    submission: Submission
     run_key: str | None = Field(
         default=None,
         max_length=512,
@@ -34,12 +37,12 @@ class GradeItem(BaseModel):
 
     @classmethod
     def of(cls, task: Task, submission: Submission) -> GradeItem:
-        """The item for a parsed task and submission."""
-        return cls(task=task.model_dump(mode="json"), submission=submission.model_dump(mode="json"))
+        """The item for a parsed task and submission (kept as they are, not dumped and parsed again)."""
+        return cls(task=task, submission=submission)
 
     def parsed(self) -> tuple[Task, Submission]:
-        """The task and submission as models."""
-        return Task.model_validate(self.task), Submission.model_validate(self.submission)
+        """The task and submission models."""
+        return self.task, self.submission
 
 
 class JobPayload(BaseModel):

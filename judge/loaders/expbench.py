@@ -125,16 +125,46 @@ def task_from_expbench(question: dict[str, Any], paper_id: str, index: int) -> T
         raise TaskFormatError(error["msg"], field=".".join([where, *loc])) from None
 
 
-def load_expbench_tasks(path: Path) -> list[Task]:
-    """All tasks of one `<paper_id>_complete_final.json`."""
+def load_expbench_tasks(path: Path, *, reference_repo: Path | None = None,
+                        warnings: list[str] | None = None) -> list[Task]:
+    """All tasks of one `<paper_id>_complete_final.json`.
+
+    Args:
+        path: The task file.
+        reference_repo: The paper's repository (a folder or a .tar/.tar.gz of it): each task's reference
+            files (`masked_source`, `source` and the files its requirements cite, `/workspace/` mapped onto
+            the repository root) are read from it into `reference_files`.
+        warnings: Where to say which named reference files the repository lacks (they are skipped).
+
+    Raises:
+        TaskFormatError: naming the file and entry, or `--reference-repo` when it is no folder or archive.
+    """
     data = _read_json(path, TaskFormatError)
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
         raise TaskFormatError("an EXP-Bench task file holds {\"questions\": [...]}", field=f"{path}:questions")
     paper_id = path.name.split("_", 1)[0]
     try:
-        return [task_from_expbench(q, paper_id, i) for i, q in enumerate(data["questions"])]
+        tasks = [task_from_expbench(q, paper_id, i) for i, q in enumerate(data["questions"])]
     except TaskFormatError as exc:  # say which file the entry is in
         raise TaskFormatError(exc.message, field=f"{path}:{exc.field}") from None
+    if reference_repo is None:
+        return tasks
+    return with_reference_repo_path(tasks, reference_repo, warnings)
+
+
+def with_reference_repo_path(tasks: list[Task], reference_repo: Path, warnings: list[str] | None = None) -> list[Task]:
+    """`tasks` with their reference files read from the repository at `reference_repo` (see
+    `judge.reference.repository`); a named file the repository lacks is a warning appended to `warnings`."""
+    from judge.reference.repository import ReferenceRepository, with_reference_repo  # tree-sitter: load on use
+
+    out: list[Task] = []
+    with ReferenceRepository(reference_repo) as repository:
+        for task in tasks:
+            updated, said = with_reference_repo(task, repository)
+            out.append(updated)
+            if warnings is not None:
+                warnings.extend(said)
+    return out
 
 
 @dataclass(frozen=True)

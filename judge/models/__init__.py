@@ -14,6 +14,7 @@ from judge.models.grade import (
 )
 from judge.models.hashing import canonical_json, content_hash
 from judge.models.process_inputs import LEGACY_METADATA_KEYS, FinalTest, ImprovementRange, ProcessInputs
+from judge.models.reference import ReferenceFile, ReferenceLocation, ReferenceOrigin, ReferenceSpan
 from judge.models.rubric import (
     STAGES,
     CheckSpec,
@@ -53,6 +54,10 @@ __all__ = [
     "MetricThresholds",
     "ProcessInputs",
     "ReasonCode",
+    "ReferenceFile",
+    "ReferenceLocation",
+    "ReferenceOrigin",
+    "ReferenceSpan",
     "Rubric",
     "Stage",
     "StageScore",

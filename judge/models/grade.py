@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge.models.hashing import content_hash
+from judge.models.reference import ReferenceLocation
 from judge.models.rubric import EvidenceSource, Leaf, Stage
 
 Verdict = Literal["pass", "fail", "partial", "unscored"]
@@ -60,6 +61,14 @@ class LeafResult(BaseModel):
     flags: list[str] = Field(default_factory=list, description="e.g. 'misclassified_role', 'injection_suspected'.")
     error_labels: list[str] = Field(default_factory=list)
     judge: str = Field(description="Name of the judge that produced this verdict.")
+    compared: list[EvidenceQuote] = Field(
+        default_factory=list,
+        description="The closest parts of the submission the leaf was compared with (best first, with their "
+                    "similarity), beyond the cited `evidence`: what a reviewer checks a fail against.")
+    reference: list[ReferenceLocation] = Field(
+        default_factory=list,
+        description="The reference-implementation spans this leaf was judged against, primary first (empty when "
+                    "the task has no reference or the leaf reads none).")
 
     @classmethod
     def for_leaf(cls, leaf: Leaf, verdict: Verdict, *, judge: str, score: float | None = None,
@@ -164,11 +173,17 @@ class Usage(BaseModel):
 
 
 class CalibrationStatus(BaseModel):
-    """Whether the grade's fingerprint was measured against human labels, and how well."""
+    """Whether the grade's fingerprint was measured against human labels, and how well.
+
+    `calibrated` is true only when the newest visible calibration run has enough labelled units in every
+    class that counts and a narrow enough interval (judge/store/calibrations.py); otherwise `reason` says
+    what is missing and the run's figures, when there is a run, are still given with their intervals.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     calibrated: bool
+    reason: str | None = Field(default=None, description="Why not calibrated, e.g. 'labels too few (12)'.")
     label_set: str | None = None
     calibration_id: str | None = None
     kappa: float | None = None
@@ -176,6 +191,25 @@ class CalibrationStatus(BaseModel):
     macro_f1: float | None = None
     macro_f1_ci: tuple[float, float] | None = None
     n_items: int | None = None
+    labels_per_class: dict[str, int] | None = Field(
+        default=None, description="Reference labels per class of the run's units (the classes that count).")
+    min_labels_per_class: int | None = Field(default=None, description="The minimum in force for `calibrated`.")
+    max_ci_width: float | None = Field(default=None, description="The widest macro-F1 interval `calibrated` allows.")
+
+    def summary(self) -> str:
+        """One line for people: "calibrated: ..." or "not calibrated: <reason>", with the figures when known."""
+        figures = []
+        for name, value, ci in (("kappa", self.kappa, self.kappa_ci), ("macro-F1", self.macro_f1, self.macro_f1_ci)):
+            if value is not None:
+                figures.append(f"{name} {value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no CI)"))
+        if self.n_items is not None:
+            figures.append(f"{self.n_items} units")
+        if self.labels_per_class:
+            figures.append("per class " + ", ".join(f"{k} {v}" for k, v in self.labels_per_class.items()))
+        tail = f" ({'; '.join(figures)})" if figures else ""
+        if self.calibrated:
+            return f"calibrated{tail}"
+        return f"not calibrated: {self.reason or 'no calibration run'}{tail}"
 
 
 class Grade(BaseModel):

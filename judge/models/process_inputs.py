@@ -12,9 +12,10 @@ import math
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from judge.errors import InputError
+from judge.models.bounds import Bounded, check_json_bounds
 
 MetricDirection = Literal["higher", "lower"]
 # Numbers of the wire form are strict: a string or a bool where a number belongs is an error, not coerced.
@@ -36,6 +37,12 @@ class FinalTest(BaseModel):
     metric: float | str | None = None
     error: str | None = None
     constraint_violated: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        # Extra keys are free-form JSON, `error` free text: bounded like metadata (judge.models.bounds).
+        return check_json_bounds(data, finite=False) if isinstance(data, dict) else data  # a NaN metric is data
 
 
 class ImprovementRange(BaseModel):
@@ -75,7 +82,7 @@ class ProcessInputs(BaseModel):
     baseline_test_metric: FiniteNumber | None = Field(
         default=None, description="The baseline's test metric; default: the validation baseline."
     )
-    baseline_code: dict[str, str] | None = Field(
+    baseline_code: Bounded[dict[str, str]] | None = Field(
         default=None, description="{path: content} of the baseline: step diffs apply to it; reach needs it."
     )
     improvement_range: ImprovementRange | None = Field(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from judge.models.bounds import Bounded, StoredId, StoredName, check_json_bounds
 from judge.models.hashing import content_hash
 from judge.models.process_inputs import ProcessInputs, hashed_process_inputs
 
@@ -38,6 +39,13 @@ class TrajectoryStep(BaseModel):
     tokens: int | None = Field(default=None, ge=0)
     seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        # A step's code, diff and extra keys are free text and free-form JSON: bounded like metadata
+        # (a lone surrogate in a code file used to fail the process metrics with a server error).
+        return check_json_bounds(data, finite=False) if isinstance(data, dict) else data  # a NaN metric is data
+
 
 class Submission(BaseModel):
     """An agent's output for one task.
@@ -49,11 +57,11 @@ class Submission(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    submission_id: str = Field(min_length=1)
-    task_id: str | None = None
-    agent: str | None = None
-    run_id: str | None = None
-    design: str | list[str] | dict[str, Any] | None = None
+    submission_id: StoredId = Field(min_length=1)
+    task_id: StoredId | None = None
+    agent: StoredName | None = None
+    run_id: StoredId | None = None
+    design: str | list[str] | Bounded[dict[str, Any]] | None = None
     diff: str | None = None
     execution: Execution | None = None
     conclusion: str | None = None
@@ -62,7 +70,7 @@ class Submission(BaseModel):
     process_inputs: ProcessInputs | None = Field(
         default=None, description="The run's own process-metric inputs (final test, totals); override the task's."
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Bounded[dict[str, Any]] = Field(default_factory=dict, description="Free-form; bounded in depth and size.")
 
     def content_hash(self) -> str:
         """Hash of the graded content (ids and metadata excluded, so a resubmission hits the cache; the

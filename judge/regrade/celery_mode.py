@@ -16,7 +16,6 @@ import json
 from typing import TYPE_CHECKING
 
 from judge.errors import InputError
-from judge.grading import Grader
 from judge.jobs import GradeItem, GradingRuntime, JobPayload, JudgeSelection, create_job
 from judge.jobs.submit import IdempotencyKeyReusedError
 from judge.regrade.costing import price_for
@@ -52,7 +51,6 @@ async def grade_on_celery(regrader: Regrader, misses: list[RunRef], discovery: D
         raise InputError("--workers celery needs a broker: set EXPJUDGE_BROKER_URL", field="--workers")
     app = create_celery(broker)
     runtime = GradingRuntime(store, regrader.settings)
-    grader = Grader(regrader.rubric, regrader.judge)
     price = price_for(getattr(regrader.judge, "model", None))
     selection = JudgeSelection(spec=options.judge, samples=options.samples)
     waiting: dict[str, tuple[RunRef, str]] = {}  # run key -> (run, job id)
@@ -63,7 +61,7 @@ async def grade_on_celery(regrader: Regrader, misses: list[RunRef], discovery: D
                 continue
             key = regrader.keys[ref.run_id]
             try:
-                if await regrader.reserve(grader, ref, discovery, price) is None:
+                if await regrader.reserve(ref, discovery, price) is None:
                     continue
                 item = GradeItem.of(discovery.tasks.task(ref.task_key), ref.load_submission())
                 item = item.model_copy(update={"run_key": key})

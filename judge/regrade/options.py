@@ -39,6 +39,8 @@ class RegradeOptions:
     settings: Settings | None = None
     # `--only` (judge/regrade/run_filter.py): narrows what discovery found before anything is graded.
     run_filter: Callable[[Discovery], Discovery] | None = None
+    # `--reference-repo`: paper id (or "*") -> the paper's repository the tasks' reference files are read from.
+    reference_repos: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass

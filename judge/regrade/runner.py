@@ -18,8 +18,8 @@ from typing import Any
 from pydantic_core import from_json, to_json
 
 from judge.errors import InputError, JudgeConfigError
-from judge.grading import Grader, fingerprint_for, upstream_down
-from judge.grading_service import cache_hit_fields, cacheable
+from judge.grading import upstream_down
+from judge.grading_service import GradingService, cache_hit_fields
 from judge.judges.base import Judge
 from judge.judges.llm import LLMJudge
 from judge.judges.registry import build_judge
@@ -68,7 +68,10 @@ class Regrader:
         self.budget = Budget(options.max_cost)
         self.rubric: Rubric = load_rubric(options.rubric)
         self.judge = self._build_judge()
-        self.fingerprint = fingerprint_for(self.rubric, self.judge)
+        # The one grading pipeline every caller uses (gates, copy detection, the fingerprint); the
+        # cache look-up is regrade's own bulk one, so misses are graded with `grade_miss`.
+        self.service = GradingService(self.rubric, self.judge)
+        self.fingerprint = self.service.fingerprint
         self.digest = self.fingerprint.digest
         self.calibration = CalibrationStatus(calibrated=False)
         self.store: Store | None = None
@@ -83,7 +86,8 @@ class Regrader:
         try:
             return build_judge(self.options.judge, samples=self.options.samples, api_base=self.options.api_base,
                                max_concurrency=self.options.concurrency, settings=self.settings,
-                               completion=limited_completion(self.limiter))
+                               completion=limited_completion(self.limiter),
+                               require_key=not self.options.dry_run)  # an estimate sends nothing: no key needed
         except JudgeConfigError as exc:  # build_judge names its argument; a regrade user typed an option
             raise JudgeConfigError(exc.message, field=_OPTION_OF.get(exc.field or "", exc.field)) from None
 
@@ -96,7 +100,8 @@ class Regrader:
         """Do the regrade (or, with dry_run, only estimate it)."""
         options = self.options
         tasks_dir = options.tasks_dir or DEFAULT_TASKS_DIR
-        discovery = discover(options.paths, tasks_dir)
+        discovery = discover(options.paths, tasks_dir, options.reference_repos)
+        self.warnings.extend(discovery.warnings)
         if options.run_filter is not None:  # --only
             discovery = options.run_filter(discovery)
         runs = discovery.runs
@@ -106,6 +111,7 @@ class Regrader:
             self.keys[ref.run_id] = run_key(ref.run_id, task_hash, self.digest)
         self.counters.total = len(runs)
         self.store = Store(options.database_url or self.settings.database_url)
+        self.service.store = self.store
         try:
             await self.store.migrate()
             if isinstance(self.judge, LLMJudge):
@@ -275,14 +281,13 @@ class Regrader:
         self._record(ref, text, "done", count_usage=False)
 
     async def _estimate(self, misses: list[RunRef], discovery: Discovery, price: Price) -> list[RunEstimate]:
-        grader = Grader(self.rubric, self.judge)
         estimates = [RunEstimate(r.run_id, status="done") for r in self.records] + self.cached_estimates
         for ref in misses:
             if not isinstance(self.judge, LLMJudge):
                 estimates.append(RunEstimate(ref.run_id))
                 continue
             try:
-                prepared = await grader.prepare(discovery.tasks.task(ref.task_key), ref.load_submission())
+                prepared = await self.service.prepare(discovery.tasks.task(ref.task_key), ref.load_submission())
             except InputError as exc:
                 self.fail(ref, "input_error", str(exc))
                 continue
@@ -291,7 +296,6 @@ class Regrader:
 
     async def _grade_local(self, misses: list[RunRef], discovery: Discovery) -> None:
         """Grade the misses on this event loop, `concurrency` runs at a time."""
-        grader = Grader(self.rubric, self.judge)
         queue = iter(misses)
         price = price_for(getattr(self.judge, "model", None))
 
@@ -300,35 +304,35 @@ class Regrader:
                 if self.budget.exhausted:
                     self.fail(ref, "budget", f"--max-cost {self.options.max_cost} would be exceeded")
                     continue
-                await self._grade_one(grader, ref, discovery, price)
+                await self._grade_one(ref, discovery, price)
                 self.tick()
 
         await asyncio.gather(*(work() for _ in range(min(self.options.concurrency, max(len(misses), 1)))))
         if self.writer is not None:
             self.writer.flush()
 
-    async def reserve(self, grader: Grader, ref: RunRef, discovery: Discovery, price: Price) -> float | None:
+    async def reserve(self, ref: RunRef, discovery: Discovery, price: Price) -> float | None:
         """Estimate a run and hold its cost in the budget; None when it does not fit (nothing started)."""
         if self.budget.max_cost is None or not isinstance(self.judge, LLMJudge):
             return 0.0
-        prepared = await grader.prepare(discovery.tasks.task(ref.task_key), ref.load_submission())
+        prepared = await self.service.prepare(discovery.tasks.task(ref.task_key), ref.load_submission())
         estimate = estimate_run(ref.run_id, self.judge, prepared, price).cost_usd
         if not self.budget.reserve(estimate):
             self.fail(ref, "budget", f"estimated ${estimate:.4f} would exceed --max-cost {self.budget.max_cost}")
             return None
         return estimate
 
-    async def _grade_one(self, grader: Grader, ref: RunRef, discovery: Discovery, price: Price) -> None:
+    async def _grade_one(self, ref: RunRef, discovery: Discovery, price: Price) -> None:
         assert self.store is not None
         try:
-            reserved = await self.reserve(grader, ref, discovery, price)
+            reserved = await self.reserve(ref, discovery, price)
             if reserved is None:
                 return
             task = discovery.tasks.task(ref.task_key)
             # An FML-bench run reads its step snapshots from disk: off the event loop.
             submission = await asyncio.to_thread(ref.load_submission) if ref.fmlbench else ref.load_submission()
             try:
-                grade = await grader.grade(task, submission, calibration=self.calibration)
+                served = await self.service.grade_miss(task, submission, self.calibration)
             finally:
                 self.budget.settle(reserved, 0.0)
         except InputError as exc:
@@ -338,6 +342,7 @@ class Regrader:
             log.exception("grading %s failed", ref.run_id)
             self.fail(ref, "internal_error", f"{type(exc).__name__}: {exc}")
             return
+        grade = served.grade
         self.budget.spent += grade.usage.cost_usd
         if upstream_down(grade):  # nothing the judge was asked came back: leave it for a later run
             self.counters.add_usage(grade.usage)
@@ -345,6 +350,6 @@ class Regrader:
             self.fail(ref, "upstream_unavailable", reason or "every judge call failed")
             return
         saved = await self.store.grades.save(self.options.tenant, self.keys[ref.run_id], grade)
-        if saved.created and cacheable(grade):
-            await self.store.grades.put_cached(grade)
+        if saved.created:
+            await self.service.remember(served)  # the grade cache, when the grade is cacheable
         await self._stored(ref, grade, saved.created, "graded")

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from judge.errors import InputError, SubmissionFormatError, TaskFormatError
-from judge.loaders.expbench import RUN_FILE, ExpBenchRun, describe_run, load_expbench_tasks, submission_from_run
+from judge.loaders.expbench import (
+    RUN_FILE,
+    ExpBenchRun,
+    describe_run,
+    load_expbench_tasks,
+    submission_from_run,
+    with_reference_repo_path,
+)
 from judge.models import Submission, Task, content_hash
 from judge.regrade.fmlbench_source import FmlbenchRun, find_run_folders, fmlbench_runs
 from judge.regrade.native_jsonl import read_native_lines, reload_native_submission
@@ -98,6 +105,7 @@ class Discovery:
     tasks: TaskTable
     problems: list[str] = field(default_factory=list)
     unpaired_verdicts: list[OldVerdict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. reference files a --reference-repo lacks
 
 
 class TaskTable:
@@ -105,10 +113,14 @@ class TaskTable:
 
     Args:
         tasks_dir: Folder searched (recursively) for `<paper_id>_complete_final.json`.
+        reference_repos: Paper id (or "*" for every paper) -> its repository, a folder or a tar: each task's
+            reference files are read from it (`load_expbench_tasks`); what it lacks goes to `warnings`.
     """
 
-    def __init__(self, tasks_dir: Path | None) -> None:
+    def __init__(self, tasks_dir: Path | None, reference_repos: dict[str, Path] | None = None) -> None:
         self.tasks_dir = tasks_dir
+        self.reference_repos = dict(reference_repos or {})
+        self.warnings: list[str] = []
         self._tasks: dict[str, Task] = {}
         self._hashes: dict[str, str] = {}
         self._papers: dict[str, Path] | None = None
@@ -139,14 +151,22 @@ class TaskTable:
                     field=str(self.tasks_dir),
                 )
             self._loaded_papers.add(paper_id)
-            for task in load_expbench_tasks(path):
+            repo = self.reference_repo(paper_id)
+            for task in load_expbench_tasks(path, reference_repo=repo, warnings=self.warnings):
                 self._tasks[task.task_id] = task
         if key not in self._tasks:
             raise TaskFormatError(f"paper {paper_id} has no task index {index}", field=str(self.tasks_dir))
         return key
 
+    def reference_repo(self, paper_id: str | None) -> Path | None:
+        """The repository the reference files of `paper_id`'s tasks are read from, if one was given."""
+        return self.reference_repos.get(paper_id or "") or self.reference_repos.get("*")
+
     def add_native(self, task: Task) -> str:
         """Register an inline task; identical tasks share one key (their content hash)."""
+        repo = self.reference_repo(task.paper_id)
+        if repo is not None:
+            task = with_reference_repo_path([task], repo, self.warnings)[0]
         digest = task.content_hash()
         key = f"native:{digest}"
         if key not in self._tasks:
@@ -290,7 +310,7 @@ def _verdict_run_id(verdict: OldVerdict) -> str | None:
     return describe_run(gen).run_id if RUN_FILE.match(gen.name) else None
 
 
-def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
+def discover(paths: list[Path], tasks_dir: Path | None, reference_repos: dict[str, Path] | None = None) -> Discovery:
     """Every run under `paths` (EXP-Bench trees or files, native JSONL files, FML-bench run folders), with
     its old verdicts.
 
@@ -301,7 +321,7 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
     Raises:
         InputError: for a path that does not exist or is of no kind we read, or paths holding no run.
     """
-    table = TaskTable(tasks_dir)
+    table = TaskTable(tasks_dir, reference_repos)
     problems: list[str] = []
     found: list[tuple[str, ExpBenchRun]] = []
     verdicts: list[OldVerdict] = []
@@ -359,7 +379,7 @@ def discover(paths: list[Path], tasks_dir: Path | None) -> Discovery:
     refs = sorted((same[0] for same in by_run_id.values() if len(same) == 1), key=lambda r: r.run_id)
     if not refs and not problems:  # most likely the wrong folder: say so before any output is written
         raise InputError(f"no runs found in {', '.join(map(str, paths))}")
-    return Discovery(runs=refs, tasks=table, problems=problems, unpaired_verdicts=unpaired)
+    return Discovery(runs=refs, tasks=table, problems=problems, unpaired_verdicts=unpaired, warnings=table.warnings)
 
 
 def _pair_verdicts(refs: list[RunRef], verdicts: list[OldVerdict]) -> list[OldVerdict]:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judge.models import CalibrationStatus, JudgeFingerprint
+from judge.models import JudgeFingerprint
 
 JobState = Literal["queued", "running", "succeeded", "partial", "failed"]
 ItemState = Literal["done", "failed"]
@@ -146,16 +146,3 @@ class CalibrationRecord(BaseModel):
     macro_f1_ci: tuple[float, float] | None = None
     report: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
-
-    def status(self) -> CalibrationStatus:
-        """The summary a grade carries."""
-        return CalibrationStatus(
-            calibrated=True,
-            label_set=self.label_set,
-            calibration_id=self.calibration_id,
-            kappa=self.kappa,
-            kappa_ci=self.kappa_ci,
-            macro_f1=self.macro_f1,
-            macro_f1_ci=self.macro_f1_ci,
-            n_items=self.n_items,
-        )

@@ -4,19 +4,25 @@ Rows are written in the transaction that stores the grade (`save_grade`, `save_j
 migration that introduced the table filled it for the grades stored before. The judge's verdict and
 confidence are copied once; the label columns (`n_labels`, `n_disagree`, `raters_split`, `dis_rank`)
 change only through `refresh_label_counts`, which every label write calls.
+
+Identical leaves (same task, submission, rubric leaf and judge fingerprint: cache copies, refreshes,
+batches) share a `content_key` and are one review item: a label given on one copy is written to every
+copy (`judge.store.labels`), and a copy stored later inherits the labels its twins already have.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from judge.checks.claim_vs_diff import CLAIM_LABELS, LABEL_FLAG
 from judge.models import Grade
-from judge.store.tables import LabelRow, ReviewLeafRow
+from judge.models.claim_labels import CLAIM_LABELS, LABEL_FLAG
+from judge.store.clock import as_utc
+from judge.store.tables import GradeRow, LabelEventRow, LabelRow, ReviewLeafRow
 
 CLAIM_TEMPLATE = "claim_vs_diff"
 """Leaves of this template are labelled with the claim labels instead of pass / partial / fail."""
@@ -91,14 +97,104 @@ def grade_leaf_rows(tenant: str, grade: Grade) -> list[dict[str, Any]]:
     return leaf_rows(tenant, grade.grade_id, grade.task_id, grade.fingerprint.digest, leaves)
 
 
-def insert_leaf_rows(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert index rows; rows already there (the same grade indexed twice) are left as they are."""
+def content_key(task_hash: str, submission_hash: str, fingerprint_digest: str, leaf_id: str) -> str:
+    """The review item a leaf is: equal for every grade of the same task, submission and judge fingerprint."""
+    text = "\x1f".join((task_hash, submission_hash, fingerprint_digest, leaf_id))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _grade_facts(connection: Connection, grade_ids: set[str]) -> dict[str, tuple[str, str, str]]:
+    """(task hash, submission hash, submission id) of stored grades, by id."""
+    ids, out = sorted(grade_ids), {}
+    for start in range(0, len(ids), _CHUNK):
+        query = select(GradeRow.grade_id, GradeRow.task_hash, GradeRow.submission_hash, GradeRow.submission_id
+                       ).where(GradeRow.grade_id.in_(ids[start : start + _CHUNK]))
+        out.update({row.grade_id: (row.task_hash, row.submission_hash, row.submission_id)
+                    for row in connection.execute(query)})
+    return out
+
+
+def insert_leaf_rows(connection: Connection, rows: Sequence[dict[str, Any]], *, with_copies: bool = True) -> None:
+    """Insert index rows; rows already there (the same grade indexed twice) are left as they are.
+
+    With `with_copies` (every caller but migration 0002, whose table had no content key yet) the rows get
+    their content key, read from their grades (stored in this transaction), and inherit the labels that
+    copies of the same content already have.
+    """
     if not rows:
         return
+    if with_copies:
+        facts = _grade_facts(connection, {row["grade_id"] for row in rows})
+        rows = [{**row, "content_key": content_key(facts[row["grade_id"]][0], facts[row["grade_id"]][1],
+                                                   row["fingerprint_digest"], row["leaf_id"])}
+                if row["grade_id"] in facts else row for row in rows]
     module = postgresql if connection.dialect.name == "postgresql" else sqlite
     statement = module.insert(ReviewLeafRow).on_conflict_do_nothing(index_elements=["grade_id", "position"])
     for start in range(0, len(rows), _CHUNK):
         connection.execute(statement, list(rows[start : start + _CHUNK]))
+    if with_copies:
+        inherit_labels(connection, [row for row in rows if row.get("content_key")])
+
+
+def inherit_labels(connection: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Give leaves just indexed the labels their copies (same tenant and content key) already carry.
+
+    Each inherited label is written with an event of its own, so the copy's history says who gave it.
+    Returns how many labels were copied.
+    """
+    by_key: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_key.setdefault((row["tenant"], row["content_key"]), []).append(row)
+    if not by_key:
+        return 0
+    tenants = {tenant for tenant, _key in by_key}
+    keys = sorted({key for _tenant, key in by_key})
+    found: list[Any] = []
+    for start in range(0, len(keys), _CHUNK):
+        found += connection.execute(
+            select(LabelRow.__table__, ReviewLeafRow.content_key)
+            .join(ReviewLeafRow, (ReviewLeafRow.grade_id == LabelRow.grade_id)
+                  & (ReviewLeafRow.leaf_id == LabelRow.leaf_id))
+            .where(ReviewLeafRow.tenant.in_(tenants), LabelRow.tenant == ReviewLeafRow.tenant,
+                   ReviewLeafRow.content_key.in_(keys[start : start + _CHUNK]))
+        ).all()
+    if not found:
+        return 0
+    newest: dict[tuple[str, str, str], Any] = {}
+    for label in found:
+        slot = (label.tenant, label.content_key, label.rater_id)
+        if slot not in newest or as_utc(label.updated_at) > as_utc(newest[slot].updated_at):
+            newest[slot] = label
+    facts = _grade_facts(connection, {row["grade_id"] for group in by_key.values() for row in group})
+    copied, touched = 0, {}
+    for (tenant, key, _rater), label in sorted(newest.items(), key=lambda item: item[0]):
+        for row in by_key.get((tenant, key), []):
+            if row["grade_id"] != label.grade_id and copy_label(connection, label, row, facts[row["grade_id"]][2]):
+                copied += 1
+                touched[(row["grade_id"], row["leaf_id"])] = row["tenant"]
+    for (grade_id, leaf_id), tenant in touched.items():
+        refresh_label_counts(connection, tenant, grade_id, leaf_id)
+    return copied
+
+
+def copy_label(connection: Connection, label: Any, row: Mapping[str, Any], submission_id: str) -> bool:
+    """Write `label` (a labels row) onto the copy `row` (an index row) unless the rater labelled it already."""
+    module = postgresql if connection.dialect.name == "postgresql" else sqlite
+    values = {"tenant": row["tenant"], "grade_id": row["grade_id"], "leaf_id": row["leaf_id"],
+              "rater_id": label.rater_id, "key_id": label.key_id, "item_id": submission_id,
+              "task_id": row["task_id"], "stage": row["stage"], "fingerprint_digest": row["fingerprint_digest"],
+              "label": label.label, "note": label.note, "judge_verdict": row["verdict"],
+              "judge_label": row["judge_label"], "version": 1, "created_at": label.created_at,
+              "updated_at": label.updated_at}
+    statement = module.insert(LabelRow).values(**values).on_conflict_do_nothing(
+        index_elements=["tenant", "grade_id", "leaf_id", "rater_id"])
+    if connection.execute(statement.returning(LabelRow.label_id)).scalar_one_or_none() is None:
+        return False
+    connection.execute(insert(LabelEventRow).values(
+        tenant=row["tenant"], grade_id=row["grade_id"], leaf_id=row["leaf_id"], rater_id=label.rater_id,
+        key_id=label.key_id, version=1, label=label.label, note=label.note, previous_label=None,
+        previous_note=None, created_at=label.updated_at))
+    return True
 
 
 def refresh_label_counts(connection: Connection, tenant: str, grade_id: str, leaf_id: str) -> None:
