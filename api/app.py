@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -10,6 +11,7 @@ from fastapi import FastAPI
 
 import judge
 from api.deps import LOCAL_TENANT, Service
+from api.docs_assets import install_docs
 from api.errors import install_error_handlers
 from api.middleware import BodySizeLimit, HttpMetrics
 from api.review import install_review
@@ -29,6 +31,12 @@ same request returns the same result and never makes a second grade.
 """
 
 
+def _warm_up_llm_client() -> None:
+    from judge.judges.registry import warm_up_llm_client
+
+    log.info("LLM client ready (litellm imported in %.1f s)", warm_up_llm_client())
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The service app; `settings` default to the environment (EXPJUDGE_*)."""
     config = settings or get_settings()
@@ -38,6 +46,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         configure_offline_environment()
         store = Store(config.database_url)
         await store.migrate()
+        # A judge name or missing key is refused at once only once litellm is imported (seconds): do it now,
+        # beside start-up; a request that comes first waits on the same import.
+        threading.Thread(target=_warm_up_llm_client, name="llm-client-warm-up", daemon=True).start()
         runtime = GradingRuntime(store, config)
         dispatcher = make_dispatcher(runtime, config.broker_url)
         await dispatcher.start()
@@ -64,9 +75,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=judge.__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # FastAPI's /docs and /redoc load their assets from a CDN; ours come from the package
+        redoc_url=None,
     )
     install_error_handlers(app)
+    install_docs(app)
     for module in (grading, grades, jobs, meta, process):
         app.include_router(module.router)
     install_review(app)  # /review pages and the labels API

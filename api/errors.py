@@ -128,7 +128,11 @@ async def _library_error(request: Request, exc: Exception) -> JSONResponse:
         return await _unexpected(request, exc)
     field = exc.field if isinstance(exc, InputError) else None
     message = exc.message if isinstance(exc, InputError | JudgeCallError) else str(exc)
-    return error_response(status, code, message, field=field, headers=headers)
+    details = None
+    if isinstance(exc, InputError) and len(exc.problems) > 1:  # every problem found, as invalid_request does
+        details = [{"field": where, "message": said, "type": ""} for where, said in exc.problems]
+        message = f"{message} (and {len(details) - 1} more problem(s): see details)"
+    return error_response(status, code, message, field=field, details=details, headers=headers)
 
 
 def _detail(error: Any, body: Any) -> dict[str, str]:

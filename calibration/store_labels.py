@@ -152,6 +152,9 @@ async def calibrate_stored(store: Store, tenant: str, fingerprint: str, *, n_res
     summary = {
         "mode": "stored verdicts", "label_set_hash": label_hash, "n_items": overall.n_items,
         "coverage": overall.coverage, "notes": notes,
+        # Per-class counts decide whether grades may say calibrated (judge/store/calibrations.py).
+        "base_rates": [b.model_dump(mode="json") for b in overall.base_rates],
+        "bootstrap": overall.bootstrap.model_dump(mode="json"),
         **{name: overall.headline()[name].model_dump(mode="json")
            for name in ("accuracy", "macro_f1", "cohen_kappa", "krippendorff_alpha")},
         "ceiling": None if ceiling is None else {

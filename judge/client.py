@@ -5,6 +5,8 @@
         job = client.submit(task, submission)               # POST /v1/grade?mode=async -> Job
         grades = client.results(client.wait(job))           # poll, then fetch every grade
         page = client.list_grades(run_id="run-1")
+        client.label(grade.grade_id, "requirement.0", "fail", note="the loss is never logged")  # a reviewer key
+        client.labels(grade.grade_id).labels                # the labels this key may see
 
 Every POST carries an `Idempotency-Key` (a fresh one per call unless given), kept across that call's
 retries, so a retry after a lost answer never makes a second grade. Retries (tenacity) cover transport
@@ -26,6 +28,7 @@ import httpx
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from judge.client_labels import GradeLabels, Label, LabelChange
 from judge.client_models import (
     ExpJudgeAPIError,
     ExpJudgeConnectionError,
@@ -38,7 +41,7 @@ from judge.client_models import (
 )
 from judge.models import Grade, Submission, Task
 
-__all__ = ["AsyncExpJudgeClient", "ExpJudgeClient", "new_idempotency_key"]
+__all__ = ["AsyncExpJudgeClient", "ExpJudgeClient", "GradeLabels", "Label", "LabelChange", "new_idempotency_key"]
 
 RETRY_STATUSES = frozenset({409, 429, 502, 503, 504})
 TaskLike = Task | Mapping[str, Any]
@@ -104,6 +107,15 @@ class _Core:
         params: Params = {k: v for k, v in given.items() if v is not None}
         params["limit"] = limit
         return params
+
+    @staticmethod
+    def label_path(grade_id: str, leaf_id: str | None = None, what: str = "label") -> str:
+        leaf = f"/leaves/{leaf_id}/{what}" if leaf_id is not None else "/labels"
+        return f"/v1/grades/{grade_id}{leaf}"
+
+    @staticmethod
+    def label_body(label: str, note: str | None) -> dict[str, Any]:
+        return {"label": label, "note": note}
 
 
 def _check(response: httpx.Response) -> httpx.Response:
@@ -229,6 +241,21 @@ class ExpJudgeClient:
                 return
             cursor = page.next_cursor
 
+    def label(self, grade_id: str, leaf_id: str, label: str, *, note: str | None = None) -> Label:
+        """Give or change this key's label of one leaf (`PUT .../leaves/{leaf}/label`; a reviewer or admin key):
+        pass / partial / fail, a claim label, or "agree" with the judge's verdict."""
+        body = _Core.label_body(label, note)
+        return Label.model_validate_json(self._request("PUT", _Core.label_path(grade_id, leaf_id), json=body).content)
+
+    def labels(self, grade_id: str) -> GradeLabels:
+        """The grade's labels this key may see (`GET /v1/grades/{id}/labels`)."""
+        return GradeLabels.model_validate_json(self._request("GET", _Core.label_path(grade_id)).content)
+
+    def label_history(self, grade_id: str, leaf_id: str) -> list[LabelChange]:
+        """A leaf's label history, oldest first (`GET .../leaves/{leaf}/label-history`)."""
+        response = self._request("GET", _Core.label_path(grade_id, leaf_id, "label-history"))
+        return [LabelChange.model_validate(entry) for entry in response.json()]
+
 
 class AsyncExpJudgeClient:
     """Asynchronous client; the same methods as `ExpJudgeClient`, awaitable (see it for the arguments)."""
@@ -331,3 +358,17 @@ class AsyncExpJudgeClient:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    async def label(self, grade_id: str, leaf_id: str, label: str, *, note: str | None = None) -> Label:
+        """Give or change this key's label of one leaf (see `ExpJudgeClient.label`)."""
+        response = await self._request("PUT", _Core.label_path(grade_id, leaf_id), json=_Core.label_body(label, note))
+        return Label.model_validate_json(response.content)
+
+    async def labels(self, grade_id: str) -> GradeLabels:
+        """The grade's labels this key may see."""
+        return GradeLabels.model_validate_json((await self._request("GET", _Core.label_path(grade_id))).content)
+
+    async def label_history(self, grade_id: str, leaf_id: str) -> list[LabelChange]:
+        """A leaf's label history, oldest first."""
+        response = await self._request("GET", _Core.label_path(grade_id, leaf_id, "label-history"))
+        return [LabelChange.model_validate(entry) for entry in response.json()]

@@ -13,12 +13,16 @@ class InputError(ExpjudgeError):
     Args:
         message: What is wrong, in words a user can act on.
         field: Path of the offending field or file (e.g. "questions[3].design_complexity").
+        problems: Every problem found, as (field, message) pairs, when there were several (the first one
+            is `field`/`message`); the API lists them all in `error.details`.
     """
 
-    def __init__(self, message: str, field: str | None = None) -> None:
+    def __init__(self, message: str, field: str | None = None,
+                 problems: list[tuple[str, str]] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        self.problems = problems or []
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}" if self.field else self.message

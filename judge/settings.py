@@ -35,6 +35,9 @@ class Settings(BaseSettings):
         description="The embedding cache file; default: embeddings.sqlite3 beside the SQLite store "
         "(~/.expjudge/embeddings.sqlite3 with PostgreSQL).",
     )
+    local_model_dir: Path | None = Field(
+        default=None, description="Where local models assembled from their packages are kept (the coder model); "
+        "default: ~/.expjudge/models.")
     llm_timeout_seconds: float = 180.0
     llm_max_transport_retries: int = 4
     llm_max_validation_retries: int = 2
@@ -49,6 +52,11 @@ class Settings(BaseSettings):
         default=10 * 1024 * 1024,
         description="Largest request body (413 above). 10 MiB: a diff that size grades in about 0.86 GB peak "
                     "RSS on the embedded judge (bench/bad_input.py); raise it only with the memory to match.")
+    calibration_min_labels_per_class: int = Field(
+        default=30, ge=1, description="A grade says calibrated only when its fingerprint's calibration run has at "
+        "least this many reference labels in every class the macro figures average over (docs/calibration.md).")
+    calibration_max_ci_width: float = Field(
+        default=0.3, gt=0, le=1, description="... and its macro-F1 95% interval is at most this wide.")
     review_session_hours: float = Field(default=12.0, gt=0, description="A review session ends this long after login.")
     review_idle_minutes: float = Field(default=60.0, gt=0, description="... or after this long without a request.")
     review_cookie_secure: bool | None = Field(

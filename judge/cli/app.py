@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import typer
+
+# Help is laid out in the terminal's width, but never in fewer columns than this: at 80, rich cuts option
+# help words that do not fit their column ("<paper>_complete_fina…"); at 100 no help text of ours is cut.
+# A narrower terminal wraps the longer lines instead. TERMINAL_WIDTH, when set, is typer's own override.
+HELP_MIN_WIDTH = 100
+
+
+def help_width() -> int:
+    """Columns `--help` is laid out in: the terminal's (or COLUMNS), at least HELP_MIN_WIDTH."""
+    return max(shutil.get_terminal_size((HELP_MIN_WIDTH, 24)).columns, HELP_MIN_WIDTH)
+
+
+if not os.environ.get("TERMINAL_WIDTH"):
+    import typer.rich_utils
+
+    typer.rich_utils.MAX_WIDTH = help_width()
 
 app = typer.Typer(
     name="expjudge",

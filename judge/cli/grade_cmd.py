@@ -28,11 +28,14 @@ def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) ->
     console.print(f"[bold]{shown(grade.task_id)}[/bold] <- {shown(grade.submission_id)}")
     console.print(
         f"judge {fp.judge} {shown(fp.model or '')} | rubric {shown(fp.rubric_id)}@{shown(fp.rubric_version)} "
-        f"| fingerprint {fp.digest} | calibrated: {'yes' if grade.calibration.calibrated else 'no'}"
+        f"| fingerprint {fp.digest}"
     )
+    console.print(shown(grade.calibration.summary()), soft_wrap=True)  # why not, and the figures with CIs
     stages = Table(title="Stages", show_lines=False)
     for column in ("stage", "score", "passed", "scored", "leaves"):
-        stages.add_column(column, justify="right" if column != "stage" else "left")
+        # Figures never shrink below their width: a squeezed column would cut "100.0" to "10…".
+        stages.add_column(column, justify="right" if column != "stage" else "left",
+                          min_width=None if column == "stage" else max(len(column), 5), no_wrap=column != "stage")
     for s in grade.stages:
         stages.add_row(
             shown(s.stage),
@@ -53,9 +56,11 @@ def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) ->
     )
     leaves = Table(title="Leaves", show_lines=False)
     for column in ("leaf", "verdict", "conf", "target", "why"):
-        leaves.add_column(column, overflow="fold")
+        figure = column == "conf"
+        leaves.add_column(column, overflow="fold", min_width=4 if figure else None, no_wrap=figure)
     for r in grade.leaves:
-        why = shown((r.reason or r.rationale)[:160])
+        # The whole text, folded: cutting at a character count cut figures mid-number ("scores 0" for 0.40).
+        why = shown(r.reason or r.rationale)
         if r.flags:
             why = f"\\[{shown(', '.join(r.flags))}] {why}"
         style = _VERDICT_STYLE[r.verdict]
@@ -63,7 +68,7 @@ def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) ->
             shown(r.leaf_id),
             f"[{style}]{r.verdict}[/{style}]",
             "-" if r.confidence is None else f"{r.confidence:.2f}",
-            shown(r.target[:80]),
+            shown(r.target),
             why,
         )
     console.print(leaves)
@@ -115,6 +120,24 @@ async def _grade_with_store(rubric: Rubric, judge_spec: str, task: Task, submiss
         await store.close()
 
 
+def with_reference(task: Task, reference_repo: Path) -> Task:
+    """`task` with its reference files read from `--reference-repo`; what the repository lacks is said on stderr.
+
+    Raises:
+        TaskFormatError: `--reference-repo` is no folder or archive.
+    """
+    from judge.loaders.expbench import with_reference_repo_path
+
+    warnings: list[str] = []
+    updated = with_reference_repo_path([task], reference_repo, warnings)[0]
+    if not updated.reference_files:
+        warnings.append(f"task {task.task_id}: no reference file was read from {reference_repo}; it is graded "
+                        "without a reference")
+    for warning in warnings:
+        Console(stderr=True).print(f"[yellow]warning:[/yellow] {shown(warning)}", soft_wrap=True, highlight=False)
+    return updated
+
+
 @app.command("grade")
 def grade_command(
     task: Annotated[
@@ -140,6 +163,10 @@ def grade_command(
                                "(default: EXPJUDGE_DATABASE_URL, a local SQLite file).")] = None,
     refresh: Annotated[bool, typer.Option(
         "--refresh", help="Grade afresh: skip the grade and LLM caches (and replace what they hold).")] = False,
+    reference_repo: Annotated[Path | None, typer.Option(
+        "--reference-repo", help="The paper's repository, a folder or a .tar/.tar.gz: the task's reference files "
+                                 "(masked_source, source and cited files, /workspace/ = its root) are read from it "
+                                 "and each requirement is judged against its span of them.")] = None,
 ) -> None:
     """Grade one submission against one task (a second run on the same input is a grade-cache hit)."""
     import asyncio
@@ -151,6 +178,8 @@ def grade_command(
     with exit_on_input_error():
         loaded_rubric = load_rubric(rubric)
         loaded_task = load_task_file(task, task_index)
+        if reference_repo is not None:
+            loaded_task = with_reference(loaded_task, reference_repo)
         loaded_submission = load_submission_file(submission)
         build_judge(judge, samples=samples, api_base=api_base, max_concurrency=concurrency)  # fail fast (exit 3)
         try:
@@ -158,7 +187,8 @@ def grade_command(
                 loaded_rubric, judge, loaded_task, loaded_submission, samples=samples, api_base=api_base,
                 concurrency=concurrency, database_url=database_url, refresh=refresh))
         except MalformedDiffError as exc:  # say which file the diff came from
-            raise MalformedDiffError(exc.message, field=f"{submission}:{exc.field}") from None
+            source = task if (exc.field or "").startswith("task.") else submission
+            raise MalformedDiffError(exc.message, field=f"{source}:{exc.field}") from None
     result = served.grade
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")

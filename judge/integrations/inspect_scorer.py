@@ -10,10 +10,16 @@ grouped by) and optionally `expjudge_submission` (native submission fields: desi
 log ...; a solver may also put them in the sample's store under the same key). The model's completion fills
 `answer_field` (the conclusion by default) unless the submission already has it.
 
-The score's value is `{"D", "I", "E", "C", "all_correct"}` (D and I 0-100; E, C and All✓ 1.0 / 0.0; None when
-unknown); each has a mean per paper and over all samples that skips unknown values. A grade with no leaf
-scored (no ground truth, the judge's upstream down) is `Score.unscored`, never a 0, and so is a sample the
-service refused. The grade id, fingerprint digest and rubric are in the score's metadata.
+The score's value is `{"D", "I", "E", "C", "all_correct"}` (D and I 0-100; E, C and All✓ 1.0 / 0.0; NaN when
+unknown, e.g. E of a run that handed in no execution record); each has a mean per paper and over all samples
+that skips unknown values. Unknown is NaN rather than None because Inspect reduces every sample's epochs
+before the metrics see them, and its reducers turn None into 0.0 (`value_to_float`) but leave NaN out; so
+with the default "mean" reducer, or `known_mean_reducer()` (which also reads a None as unknown), E is the
+mean over the checked samples only. A grade with no leaf scored (no ground truth, the judge's upstream down) is
+`Score.unscored`, never a 0, and so is a sample the service refused. The grade id, fingerprint digest and
+rubric are in the score's metadata.
+
+    Task(dataset=..., scorer=expjudge_scorer(), epochs=Epochs(3, known_mean_reducer()))
 """
 
 from __future__ import annotations
@@ -22,7 +28,21 @@ import math
 from statistics import fmean
 from typing import Any, Literal
 
-from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, grouped, metric, scorer
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    ScoreReducer,
+    Target,
+    Value,
+    grouped,
+    mean_score,
+    metric,
+    score_reducer,
+    scorer,
+    value_to_float,
+)
 from inspect_ai.solver import TaskState
 
 from judge.client_models import ExpJudgeClientError
@@ -48,13 +68,30 @@ def known_mean() -> Metric:
 known_mean_metric = metric(known_mean)
 
 
+def _known_mean_reducer() -> ScoreReducer:
+    """Epoch reducer: per value, the mean over the epochs where it is known (None and NaN left out; NaN when
+    no epoch knows it), so an unknown E never becomes 0."""
+    to_float = value_to_float()
+
+    def known(value: Value) -> float:
+        return float("nan") if value is None else to_float(value)
+
+    return mean_score(value_to_float=known)
+
+
+known_mean_reducer = score_reducer(name="expjudge_known_mean")(_known_mean_reducer)
+
+
 def metrics_by(group_key: str) -> dict[str, list[Metric]]:
     """Each value's mean per `group_key` of the sample metadata, and over all samples."""
     return {key: [grouped(known_mean_metric(), group_key)] for key in VALUE_KEYS}
 
 
-def _flag(value: bool | None) -> float | None:
-    return None if value is None else float(value)
+UNKNOWN = float("nan")  # what every reducer and metric here leaves out (None would be reduced to 0.0)
+
+
+def _known(value: float | bool | None) -> float:
+    return UNKNOWN if value is None else float(value)
 
 
 def score_of(grade: Grade) -> Score:
@@ -73,8 +110,8 @@ def score_of(grade: Grade) -> Score:
         return Score.unscored(reason="grader_failed" if failed else "scoring_failed",
                               explanation=f"no leaf could be scored ({', '.join(reasons)})", metadata=metadata)
     m = grade.metrics
-    value: dict[str, float | None] = {"D": m.D, "I": m.I, "E": _flag(m.E), "C": _flag(m.C),
-                                      "all_correct": _flag(m.all_correct)}
+    value: dict[str, float] = {"D": _known(m.D), "I": _known(m.I), "E": _known(m.E), "C": _known(m.C),
+                               "all_correct": _known(m.all_correct)}
     return Score(value=value, explanation=f"stage scores: {stages}", metadata=metadata)
 
 

@@ -18,6 +18,8 @@ from tenacity.wait import wait_base
 
 # HTTP statuses worth another try: timeouts, conflicts, rate limits and server errors.
 TRANSIENT_STATUS: frozenset[int] = frozenset({408, 409, 425, 429})
+# What a provider's client says when no key reached it; litellm reports it as a 500, but no retry can fix it.
+MISSING_CREDENTIALS = ("missing credentials", "api_key client option must be set", "no api key provided")
 
 
 
@@ -86,6 +88,8 @@ def is_transient(exc: BaseException) -> bool:
     from litellm import exceptions as llm_errors
 
     if isinstance(exc, llm_errors.ContextWindowExceededError | llm_errors.AuthenticationError):
+        return False
+    if any(said in str(exc).lower() for said in MISSING_CREDENTIALS):  # a configuration error, not an outage
         return False
     transient_types = (
         llm_errors.Timeout,

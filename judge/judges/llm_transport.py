@@ -10,6 +10,12 @@
 The transport loop sits inside the completion function instructor calls, so a transport
 retry never costs a validation attempt and a re-ask never restarts the backoff. Every
 response that arrives is metered (tokens, cost, latency), re-asks included.
+
+A configuration error is neither: a missing or rejected API key, a model the provider does not
+know, no permission for it. No retry can fix it and no grade can be made with it, so the call
+raises `JudgeConfigError` (a 4xx in the API, at once, without Retry-After) instead of failing the
+leaf, and for `CONFIG_ERROR_HOLD_SECONDS` the transport refuses further calls with the same error
+without sending them (the other calls of the same grade, a batch's other items).
 """
 
 from __future__ import annotations
@@ -25,8 +31,8 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from judge.errors import JudgeCallError
-from judge.judges.llm_retry import RetryAfterWait, is_transient
+from judge.errors import JudgeCallError, JudgeConfigError
+from judge.judges.llm_retry import MISSING_CREDENTIALS, RetryAfterWait, is_transient
 from judge.models import Usage
 from judge.settings import Settings
 
@@ -153,6 +159,27 @@ def _failure_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}"
 
 
+CONFIG_ERROR_HOLD_SECONDS = 30.0
+
+
+def config_problem(exc: BaseException, model: str) -> str | None:
+    """What is wrong with the judge's configuration when a request failed because of it, else None.
+
+    A rejected or missing key (401, or the client's own "missing credentials"), no permission (403) and an
+    unknown model (404) are configuration errors; everything else is the call's or the upstream's.
+    """
+    from litellm import exceptions as llm_errors
+
+    text = " ".join(str(exc).split())
+    if isinstance(exc, llm_errors.AuthenticationError) or any(m in text.lower() for m in MISSING_CREDENTIALS):
+        return f"the provider of {model!r} did not accept its API key (missing or rejected): {text[:300]}"
+    if isinstance(exc, llm_errors.PermissionDeniedError):
+        return f"the API key may not use {model!r}: {text[:300]}"
+    if isinstance(exc, llm_errors.NotFoundError):
+        return f"the provider does not know model {model!r}: {text[:300]}"
+    return None
+
+
 class LLMTransport:
     """Sends structured calls to one model.
 
@@ -177,6 +204,7 @@ class LLMTransport:
         self._meter: contextvars.ContextVar[UsageMeter] = contextvars.ContextVar("meter")
         self._client: Any = None
         self._base_params: dict[str, Any] | None = None
+        self._config_error: tuple[float, JudgeConfigError] | None = None
 
     def _instructor_client(self) -> Any:
         if self._client is None:
@@ -259,6 +287,9 @@ class LLMTransport:
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
 
         meter = meter if meter is not None else UsageMeter()
+        held = self._config_error
+        if held is not None and time.monotonic() - held[0] < CONFIG_ERROR_HOLD_SECONDS:
+            raise JudgeConfigError(held[1].message, field=held[1].field)
         client = self._instructor_client()
         params = dict(self._params())
         if self.config.model in _UNPRICED_MODELS:
@@ -286,13 +317,24 @@ class LLMTransport:
                     f"no valid answer after {len(exc.failed_attempts)} attempt(s): {_failure_reason(last)}",
                 ) from exc
             cause = exc.__cause__ or exc
+            self._raise_if_config(cause)
             tries = max(meter.last_request_attempts, 1)
             raise JudgeCallError(
                 "judge_error", f"request failed after {tries} attempt(s): {_failure_reason(cause)}"
             ) from exc
         except Exception as exc:  # anything else from the client is a failed call, recorded as data
+            self._raise_if_config(exc)
             raise JudgeCallError("judge_error", _failure_reason(exc)) from exc
         finally:
             meter.latency_seconds += time.perf_counter() - started
             self._meter.reset(token)
         return cast(T, answer)
+
+    def _raise_if_config(self, exc: BaseException) -> None:
+        """Raise (and hold) a JudgeConfigError when `exc` shows a configuration error."""
+        problem = config_problem(exc, self.config.model)
+        if problem is None:
+            return
+        error = JudgeConfigError(problem, field="judge")
+        self._config_error = (time.monotonic(), error)
+        raise error from exc

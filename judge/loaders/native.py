@@ -22,10 +22,15 @@ from judge.models.process_inputs import legacy_process_inputs
 from judge.validation_paths import input_path
 
 
-def _first_error(exc: ValidationError, data: Any, prefix: str) -> tuple[str, str]:
-    error = exc.errors()[0]
-    loc = ".".join(str(p) for p in input_path(error["loc"], data, error["type"]))
-    return error["msg"], f"{prefix}.{loc}" if loc else prefix
+def _all_errors(exc: ValidationError, data: Any, prefix: str) -> list[tuple[str, str]]:
+    """Every validation problem as (field, message), in pydantic's order (one per field and message)."""
+    found: list[tuple[str, str]] = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in input_path(error["loc"], data, error["type"]))
+        problem = (f"{prefix}.{loc}" if loc else prefix, error["msg"])
+        if problem not in found:
+            found.append(problem)
+    return found
 
 
 def parse_task(data: Any, *, field: str = "task") -> Task:
@@ -35,8 +40,8 @@ def parse_task(data: Any, *, field: str = "task") -> Task:
     try:
         task = Task.model_validate(data)
     except ValidationError as exc:
-        msg, where = _first_error(exc, data, field)
-        raise TaskFormatError(msg, field=where) from None
+        problems = _all_errors(exc, data, field)
+        raise TaskFormatError(problems[0][1], field=problems[0][0], problems=problems) from None
     # Process-metric keys older clients put in metadata: a wrong type is named now, not met at grading.
     legacy_process_inputs(task.metadata, field=field, error=TaskFormatError)
     return task
@@ -49,8 +54,8 @@ def parse_submission(data: Any, *, field: str = "submission") -> Submission:
     try:
         submission = Submission.model_validate(data)
     except ValidationError as exc:
-        msg, where = _first_error(exc, data, field)
-        raise SubmissionFormatError(msg, field=where) from None
+        problems = _all_errors(exc, data, field)
+        raise SubmissionFormatError(problems[0][1], field=problems[0][0], problems=problems) from None
     legacy_process_inputs(submission.metadata, field=field, error=SubmissionFormatError)
     return submission
 

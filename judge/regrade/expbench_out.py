@@ -15,8 +15,17 @@ from the run's source path (`.../<conf>/<paper>/<agent>/<model...>/<paper>_task_
 native runs take paper and index from their task id, agent and model from `agent` ("agent/model"), iteration 1
 and duration 0. EXP-Bench runs its judge's execution check in a container, which we do not: E is ours when
 the run handed in an execution record, else the `execution_success` of an old upstream verdict of the run
-when one holds it, else false with a message saying it was not checked (`expjudge.execution_source` says
-which). Per-paper and overall metric tables are written beside the tree (judge/regrade/expbench_tables.py).
+when one holds it (`expjudge.execution_source` says which). Else E is unknown, and the file has no
+`execution_success` / `execution_message` at all: that is how upstream's own judge files look before its
+execution check ran (it adds both keys only once it has run the agent's script, and fills them in later for
+a file without them), so no upstream reader counts the run as failing to execute; `expjudge.execution_checked`
+is false and `expjudge.execution_message` says why. Per-paper and overall metric tables are written beside the
+tree (judge/regrade/expbench_tables.py).
+
+The folder holds one regrade's runs, never a mix: after writing, every judge file under it that carries our
+`expjudge` block and was not written by this run (a run a subset rerun left out, or one that now lands
+elsewhere) is removed, and `expjudge_manifest.json` lists what the folder holds. Files without our block
+(upstream's own, anybody else's) are never touched.
 """
 
 from __future__ import annotations
@@ -31,15 +40,17 @@ from typing import TYPE_CHECKING, Any
 from judge.errors import InputError
 from judge.loaders.expbench import RUN_FILE
 from judge.models import Grade, LeafResult
+from judge.regrade.expbench_folder import EXTRA_KEY, FORMAT_VERSION, remove_stale, write_manifest
 from judge.regrade.expbench_tables import ExpBenchRow, write_tables
 from judge.regrade.export import GRADES_FILE, make_out_dir
 from judge.regrade.sources import JUDGE_SUFFIX, OldVerdict, RunRef
 
+__all__ = ["EXTRA_KEY", "FORMAT_VERSION", "MONITOR_KEY", "NOT_EXECUTED", "ExpBenchOut", "export_regrade",
+           "write_expbench_out"]
+
 if TYPE_CHECKING:
     from judge.regrade.options import RegradeResult
 
-EXTRA_KEY = "expjudge"
-FORMAT_VERSION = "expjudge-expbench-judge-v1"
 MONITOR_KEY = "setup_monitor_comprehensive_reason"
 # Upstream's monitor categories, for our integrity flags (prompt injection is ours alone).
 MONITOR_CATEGORIES = {
@@ -78,9 +89,9 @@ class RunPlace:
 
 @dataclass(frozen=True)
 class Execution:
-    """What `execution_success` / `execution_message` say, and whose finding it is."""
+    """What `execution_success` / `execution_message` say, and whose finding it is (`success` None: not checked)."""
 
-    success: bool
+    success: bool | None
     message: str
     source: str  # "expjudge" | "upstream:<tree>" | "none"
 
@@ -94,6 +105,7 @@ class ExpBenchOut:
     tables: dict[str, Path] = field(default_factory=dict)
     rows: list[ExpBenchRow] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
 
 
 def _component(text: str) -> str:
@@ -175,7 +187,7 @@ def execution_of(grade: Grade, ref: RunRef | None) -> Execution:
         if found is not None:
             return Execution(found[0], f"from the upstream verdict in {verdict.source}: {found[1]}".strip(),
                              f"upstream:{verdict.source}")
-    return Execution(False, NOT_EXECUTED, "none")
+    return Execution(None, NOT_EXECUTED, "none")
 
 
 def _said(leaf: LeafResult) -> str:
@@ -245,6 +257,8 @@ def _extra(grade: Grade, execution: Execution, flagged: bool) -> dict[str, Any]:
         "leaves": len(grade.leaves), "unscored": unscored, "unscored_reasons": reasons,
         "error_labels": grade.error_labels, "integrity_flags": grade.integrity_flags,
         "zeroed_by_integrity": flagged, "execution_source": execution.source,
+        "execution_checked": execution.success is not None,
+        **({"execution_message": execution.message} if execution.success is None else {}),
     }
 
 
@@ -277,8 +291,9 @@ def judge_document(grade: Grade, execution: Execution) -> dict[str, Any]:
             "setup_score": _int_score(metrics.I),
             "setup_error_analysis": _error_analysis(grade, "implementation"),
         }
-    doc["execution_success"] = execution.success
-    doc["execution_message"] = execution.message
+    if execution.success is not None:  # unchecked: no keys, as upstream's file before its execution check
+        doc["execution_success"] = execution.success
+        doc["execution_message"] = execution.message
     doc[EXTRA_KEY] = _extra(grade, execution, flagged)
     return doc
 
@@ -295,7 +310,7 @@ def _int_score(value: float | None) -> int:
 def row_of(grade: Grade, place: RunPlace, execution: Execution) -> ExpBenchRow:
     """The run as the tables count it: the judge file's view (an integrity-flagged run is 0 / incorrect)."""
     m, flagged = grade.metrics, bool(grade.integrity_flags)
-    executed = execution.success if execution.source != "none" else None
+    executed = execution.success
     impl = False if flagged else m.implementation_correct
     all_ok = False if flagged else m.all_correct
     return ExpBenchRow(
@@ -357,6 +372,9 @@ def write_expbench_out(grades: Iterable[Grade], refs: dict[str, RunRef], out_dir
         result.files.append(path)
         result.rows.append(row_of(grade, place, execution))
     result.tables = write_tables(result.rows, out_dir)
+    result.removed = remove_stale(out_dir, set(result.files))
+    write_manifest(out_dir, [(path, row.run_id) for path, row in zip(result.files, result.rows, strict=True)],
+                   result.tables, result.removed)
     return result
 
 

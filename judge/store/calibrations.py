@@ -1,8 +1,18 @@
-"""Calibration runs, stored against the judge fingerprint digest, and the status a grade reports."""
+"""Calibration runs, stored against the judge fingerprint digest, and the status a grade reports.
+
+A stored run is not enough for a grade to say "calibrated": one label gives macro-F1 1.0 with the
+interval [1.0, 1.0]. The status a grade carries is "calibrated" only when the newest run it sees has
+at least `min_labels_per_class` reference labels in every class its macro figures average over (the
+classes either side used, as JudgeEval's macro-F1), at least two such classes, and a macro-F1 interval
+no wider than `max_ci_width` (settings `calibration_min_labels_per_class` and
+`calibration_max_ci_width`, docs/calibration.md). Otherwise the grade says why ("labels too few (12)")
+and still shows the run's figures and intervals.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, Connection, or_, select
@@ -14,7 +24,88 @@ from judge.store.records import CalibrationRecord
 from judge.store.tables import CalibrationRunRow
 
 if TYPE_CHECKING:
+    from judge.settings import Settings
     from judge.store.database import Store
+
+
+@dataclass(frozen=True)
+class CalibrationPolicy:
+    """What a calibration run must show before the grades of its fingerprint say "calibrated".
+
+    Args:
+        min_labels_per_class: Reference labels needed in every class that counts.
+        max_ci_width: Widest macro-F1 interval (high - low) allowed.
+    """
+
+    min_labels_per_class: int = 30
+    max_ci_width: float = 0.3
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> CalibrationPolicy:
+        """The policy the settings (EXPJUDGE_CALIBRATION_*) ask for."""
+        from judge.settings import get_settings
+
+        config = settings or get_settings()
+        return cls(config.calibration_min_labels_per_class, config.calibration_max_ci_width)
+
+
+def labels_per_class(report: dict[str, Any]) -> dict[str, int] | None:
+    """Reference labels per class that counts (used by either side), from a run's stored `base_rates`;
+    None when the run recorded none (runs stored before the counts were kept)."""
+    rates = report.get("base_rates")
+    if not isinstance(rates, list):
+        return None
+    counts: dict[str, int] = {}
+    for rate in rates:
+        if not isinstance(rate, dict) or "label" not in rate:
+            continue
+        reference, predicted = int(rate.get("reference_count") or 0), int(rate.get("predicted_count") or 0)
+        if reference or predicted:  # a class neither side used is not averaged over
+            counts[str(rate["label"])] = reference
+    return counts
+
+
+def _resampled_units(report: dict[str, Any]) -> int | None:
+    """How many units (items, or groups of items) the run's bootstrap resampled, when it says."""
+    info = report.get("bootstrap")
+    units = info.get("n_units") if isinstance(info, dict) else None
+    return units if isinstance(units, int) else None
+
+
+def _shortfall(n_items: int, counts: dict[str, int] | None, macro_f1_ci: tuple[float, float] | None,
+               units: int | None, policy: CalibrationPolicy) -> str | None:
+    """Why a run does not make its fingerprint calibrated under `policy` (None: it does)."""
+    if counts is None:
+        return f"per-class label counts not recorded ({n_items}); calibrate again"
+    fewest = min(counts, key=lambda label: (counts[label], label)) if counts else None
+    if fewest is None or counts[fewest] < policy.min_labels_per_class:
+        return (f"labels too few ({n_items}): {policy.min_labels_per_class} per class needed"
+                + (f", {fewest} has {counts[fewest]}" if fewest is not None else ""))
+    if len(counts) < 2:
+        return f"labels of one class only ({n_items}): agreement cannot be told from chance"
+    if macro_f1_ci is None:
+        return f"no macro-F1 interval ({n_items})"
+    if units is not None and units < 2:  # every resample is the same group: the interval is a point
+        return f"interval from one group only ({n_items} units of one task)"
+    width = macro_f1_ci[1] - macro_f1_ci[0]
+    if width > policy.max_ci_width:
+        return f"CI too wide ({width:.3f} > {policy.max_ci_width:g})"
+    return None
+
+
+def status_of_run(*, calibration_id: str, label_set: str, n_items: int, kappa: float | None,
+                  kappa_ci: tuple[float, float] | None, macro_f1: float | None,
+                  macro_f1_ci: tuple[float, float] | None, report: dict[str, Any],
+                  policy: CalibrationPolicy) -> CalibrationStatus:
+    """The status a grade reports for a stored run: calibrated, or not with the reason; the figures either way."""
+    counts = labels_per_class(report)
+    reason = _shortfall(n_items, counts, macro_f1_ci, _resampled_units(report), policy)
+    return CalibrationStatus(
+        calibrated=reason is None, reason=reason, label_set=label_set, calibration_id=calibration_id,
+        n_items=n_items, kappa=kappa, kappa_ci=kappa_ci, macro_f1=macro_f1, macro_f1_ci=macro_f1_ci,
+        labels_per_class=counts, min_labels_per_class=policy.min_labels_per_class,
+        max_ci_width=policy.max_ci_width,
+    )
 
 
 def _record(row: Any) -> CalibrationRecord:
@@ -41,11 +132,15 @@ def _visible(tenant: str | None) -> ColumnElement[bool]:
     return visible
 
 
-def calibration_status_on(connection: Connection, fingerprint_digest: str, tenant: str | None) -> CalibrationStatus:
-    """What a grade with this fingerprint reports: the newest calibration `tenant` sees, or uncalibrated."""
+def calibration_status_on(connection: Connection, fingerprint_digest: str, tenant: str | None,
+                          policy: CalibrationPolicy | None = None) -> CalibrationStatus:
+    """What a grade with this fingerprint reports: the newest calibration `tenant` sees, judged by `policy`
+    (default: the settings'), or uncalibrated when there is none."""
+    policy = policy or CalibrationPolicy.from_settings()
     row = connection.execute(
         select(
             CalibrationRunRow.calibration_id,
+            CalibrationRunRow.report_json,
             CalibrationRunRow.label_set,
             CalibrationRunRow.n_items,
             CalibrationRunRow.kappa,
@@ -60,16 +155,14 @@ def calibration_status_on(connection: Connection, fingerprint_digest: str, tenan
         .limit(1)
     ).one_or_none()
     if row is None:
-        return CalibrationStatus(calibrated=False)
-    return CalibrationStatus(
-        calibrated=True,
-        label_set=row.label_set,
-        calibration_id=row.calibration_id,
-        n_items=row.n_items,
-        kappa=row.kappa,
-        kappa_ci=_interval(row.kappa_low, row.kappa_high),
-        macro_f1=row.macro_f1,
+        return CalibrationStatus(calibrated=False, reason="no calibration run",
+                                 min_labels_per_class=policy.min_labels_per_class, max_ci_width=policy.max_ci_width)
+    report = json.loads(row.report_json)
+    return status_of_run(
+        calibration_id=row.calibration_id, label_set=row.label_set, n_items=row.n_items, kappa=row.kappa,
+        kappa_ci=_interval(row.kappa_low, row.kappa_high), macro_f1=row.macro_f1,
         macro_f1_ci=_interval(row.macro_f1_low, row.macro_f1_high),
+        report=report if isinstance(report, dict) else {}, policy=policy,
     )
 
 
@@ -127,6 +220,8 @@ class CalibrationStore:
             query = query.limit(limit)
         return [_record(row) for row in await self._store.run_read(lambda c: list(c.execute(query).all()))]
 
-    async def status_for(self, fingerprint_digest: str, tenant: str | None) -> CalibrationStatus:
-        """What a grade with this fingerprint reports: the newest visible calibration, or uncalibrated."""
-        return await self._store.run_read(lambda c: calibration_status_on(c, fingerprint_digest, tenant))
+    async def status_for(self, fingerprint_digest: str, tenant: str | None,
+                         policy: CalibrationPolicy | None = None) -> CalibrationStatus:
+        """What a grade with this fingerprint reports: the newest visible calibration judged by `policy`
+        (default: the settings'), or uncalibrated."""
+        return await self._store.run_read(lambda c: calibration_status_on(c, fingerprint_digest, tenant, policy))

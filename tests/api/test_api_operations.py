@@ -62,12 +62,14 @@ def _save_calibration(service: Service, fingerprint: dict[str, Any], tenant: str
         tenant=tenant,
         fingerprint=JudgeFingerprint.model_validate(fingerprint),
         label_set="crscore-python",
-        n_items=40,
+        n_items=64,
         kappa=0.42,
         kappa_ci=(0.3, 0.55),
         macro_f1=0.7,
         macro_f1_ci=(0.6, 0.8),
-        report={"note": "test"},
+        # 34 and 30 reference labels per class: enough for grades to say calibrated (judge/store/calibrations.py)
+        report={"note": "test", "base_rates": [{"label": "pass", "reference_count": 34, "predicted_count": 33},
+                                               {"label": "fail", "reference_count": 30, "predicted_count": 31}]},
         created_at=datetime.now(UTC),
     )
 

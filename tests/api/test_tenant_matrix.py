@@ -40,7 +40,7 @@ ON_SQLITE = pytest.mark.parametrize("service", ["sqlite"], indirect=True)
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Routes anyone may call: docs, health, metrics, the login page and the review pages' static files.
 PUBLIC = {
-    ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/oauth2-redirect"), ("GET", "/redoc"),
+    ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/oauth2-redirect"), ("GET", "/docs/assets/{name}"),
     ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/review"),
     ("GET", "/review/login"), ("POST", "/review/login"), ("GET", "/review/static/{name}"),
 }

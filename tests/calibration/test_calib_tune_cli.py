@@ -116,7 +116,9 @@ def test_the_tuned_fingerprint_is_calibrated_on_the_held_out_split(tuned: dict[s
             await store.close()
 
     calibrated = asyncio.run(status())
-    assert calibrated.calibrated and "held-out 0.3" in (calibrated.label_set or "")
+    # The held-out split of 60 labels is too small for 30 per class: measured and stored, not "calibrated".
+    assert calibrated.calibration_id is not None and "held-out 0.3" in (calibrated.label_set or "")
+    assert not calibrated.calibrated and (calibrated.reason or "").startswith("labels too few")
     assert calibrated.n_items == tuned["summary"]["held_out"]["tuned"]["n_paired"]
 
 

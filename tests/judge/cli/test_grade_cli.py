@@ -108,13 +108,29 @@ def test_grade_reports_whether_its_fingerprint_is_calibrated(tmp_path: Path) -> 
     code, out, _ = grade(*args)
     assert code == 0 and json.loads(out)["calibration"]["calibrated"] is False
     fingerprint = fingerprint_for(load_rubric("expbench-v1"), EmbeddedJudge())
-    record = CalibrationRecord(calibration_id="c1", fingerprint=fingerprint, label_set="my-labels", n_items=40,
-                               kappa=0.61, kappa_ci=(0.5, 0.7), macro_f1=0.7, macro_f1_ci=(0.6, 0.8),
-                               created_at=datetime.now(UTC))
-    asyncio.run(with_store(url, lambda store: store.calibrations.save(record)))
+
+    def run(n_pass: int, n_fail: int, when: datetime) -> CalibrationRecord:
+        counts = {"pass": n_pass, "fail": n_fail}
+        return CalibrationRecord(
+            calibration_id=f"c{n_pass + n_fail}", fingerprint=fingerprint, label_set="my-labels",
+            n_items=n_pass + n_fail, kappa=0.61, kappa_ci=(0.5, 0.7), macro_f1=0.7, macro_f1_ci=(0.6, 0.8),
+            report={"base_rates": [{"label": k, "reference_count": v, "predicted_count": v}
+                                   for k, v in counts.items()]},
+            created_at=when)
+
+    # Too few labels of a class: the run is shown, with its figures and intervals, but not as calibrated.
+    asyncio.run(with_store(url, lambda store: store.calibrations.save(run(30, 10, datetime(2026, 1, 1, tzinfo=UTC)))))
     code, out, _ = grade(*args)
     calibration = json.loads(out)["calibration"]
-    assert code == 0 and calibration["calibrated"] is True
+    assert code == 0 and calibration["calibrated"] is False and calibration["kappa_ci"] == [0.5, 0.7]
+    assert calibration["reason"] == "labels too few (40): 30 per class needed, fail has 10"
+    _, table, _ = grade(*args[:-3], "--database-url", url)
+    assert "not calibrated: labels too few (40)" in " ".join(table.split())
+    asyncio.run(with_store(url, lambda store: store.calibrations.save(run(40, 35, datetime.now(UTC)))))
+    code, out, _ = grade(*args)
+    calibration = json.loads(out)["calibration"]
+    assert code == 0 and calibration["calibrated"] is True and calibration["labels_per_class"] == {"pass": 40,
+                                                                                                  "fail": 35}
     assert calibration["label_set"] == "my-labels" and calibration["kappa"] == 0.61
     # Another rubric is another fingerprint: uncalibrated until measured.
     code, out, _ = grade(*args, "--rubric", "crscore-claims-v1")

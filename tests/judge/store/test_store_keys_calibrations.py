@@ -49,7 +49,10 @@ def _calibration(fingerprint: JudgeFingerprint, owner: str | None, kappa: float,
         kappa_ci=(kappa - 0.1, kappa + 0.1),
         macro_f1=0.7,
         macro_f1_ci=(0.6, 0.8),
-        report={"per_category": {"claims": {"kappa": kappa}}},
+        # 60 reference labels of each class: enough for grades to say calibrated (judge/store/calibrations.py)
+        report={"per_category": {"claims": {"kappa": kappa}},
+                "base_rates": [{"label": label, "reference_count": 60, "predicted_count": 60}
+                               for label in ("pass", "fail")]},
         created_at=datetime.now(UTC) - timedelta(days=age_days),
     )
 
