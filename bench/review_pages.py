@@ -3,10 +3,13 @@
 The service app runs in-process (FastAPI TestClient, so the figures are the server's: routing, store
 reads, grade parsing, evidence lookup in the diff, template rendering; no browser, no network). The
 store holds 10 synthetic grades of 1,000 leaves each; every requirement leaf cites 3 lines of its own
-hunk of a 1,000-hunk diff kept in the job that made the grade. Targets (issue 16): the grade page
-under 1 s; the queue paged over all 10,000 leaves without loading them.
+hunk of a 1,000-hunk diff kept in the job that made the grade, and (unless --no-compared) every
+failed leaf records what it was compared with (issue 25): a requirement the code unit of the next hunk, a
+design or conclusion leaf a text item, so the page shows each inside its file or text. Targets (issue 16):
+the grade page under 1 s; the queue paged over all 10,000 leaves without loading them.
 
-    .venv/bin/python bench/review_pages.py [--grades 10] [--leaves 1000] [--repeat 5] [--database-url URL]
+    .venv/bin/python bench/review_pages.py [--grades 10] [--leaves 1000] [--repeat 5] [--no-compared]
+        [--database-url URL]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from functools import partial
@@ -58,8 +62,21 @@ def big_diff(n_hunks: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def big_grade(n_leaves: int, fingerprint: object) -> Grade:
-    """A grade of `n_leaves` leaves; implementation leaves cite lines of hunk i."""
+def compared_with(i: int, stage: str, n_leaves: int) -> list[EvidenceQuote]:
+    """What failed leaf `i` was compared with: the code unit of the next hunk (by its lines), or a text item."""
+    if stage == "implementation":
+        h = (i + 1) % n_leaves
+        start = 10 + 40 * (h // 50)
+        return [EvidenceQuote(source="diff", text=f"result_{h} = new_method({h}, alpha=0.{h % 9})",
+                              location=f"src/mod_{h % 50}.py:{start + 1}-{start + 3} (block)", verified=True,
+                              similarity=0.31)]
+    source = "design" if stage == "design" else "conclusion"
+    return [EvidenceQuote(source=source, text=f"Item {i + 1}: a near miss", location=f"{source} item {i + 1}",
+                          verified=True, similarity=0.42)]
+
+
+def big_grade(n_leaves: int, fingerprint: object, compared: bool = True) -> Grade:
+    """A grade of `n_leaves` leaves; implementation leaves cite lines of hunk i, failed ones record a near miss."""
     leaves = []
     for i in range(n_leaves):
         stage = STAGES[i % 3]
@@ -77,7 +94,8 @@ def big_grade(n_leaves: int, fingerprint: object) -> Grade:
             leaf_id=f"{stage}.{i}", template_id="requirement" if stage == "implementation" else stage, stage=stage,
             title=f"Leaf {i}", target=f"Ground-truth item {i}: the agent should do thing {i}", verdict=verdict,
             score={"pass": 1.0, "partial": 0.5}.get(verdict, 0.0), rationale=f"closest snippet scores 0.{i % 97:02d}",
-            evidence=evidence, confidence=(i * 7919 % 1000) / 1000, votes={verdict: 1}, judge="embedded"))
+            evidence=evidence, confidence=(i * 7919 % 1000) / 1000, votes={verdict: 1}, judge="embedded",
+            compared=compared_with(i, stage, n_leaves) if compared and verdict == "fail" else []))
     return Grade(
         task_id=f"9{uuid.uuid4().hex[:4]}:0", submission_id=f"sub-{uuid.uuid4().hex[:8]}", agent="bench",
         task_hash=uuid.uuid4().hex * 2, submission_hash=uuid.uuid4().hex * 2, fingerprint=fingerprint,
@@ -105,6 +123,8 @@ def main() -> None:
     parser.add_argument("--grades", type=int, default=10)
     parser.add_argument("--leaves", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-compared", action="store_true", help="leaves record nothing they were compared with "
+                        "(the workload before issue 25)")
     parser.add_argument("--database-url", default=None, help="default: a fresh SQLite file")
     args = parser.parse_args()
     url = args.database_url or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='review-bench-')}/store.db"
@@ -119,7 +139,7 @@ def main() -> None:
         started = time.perf_counter()
         grade_ids = []
         for _ in range(args.grades):
-            grade, job_id = big_grade(args.leaves, fingerprint), uuid.uuid4().hex
+            grade, job_id = big_grade(args.leaves, fingerprint, not args.no_compared), uuid.uuid4().hex
             payload = json.dumps({"rubric": "expbench-v1", "items": [
                 {"task": {"task_id": grade.task_id}, "submission": {"submission_id": grade.submission_id,
                                                                     "task_id": grade.task_id, "diff": diff}}]})
@@ -130,6 +150,11 @@ def main() -> None:
                                 ItemOutcome(state="done", grade_id=grade.grade_id)))
             grade_ids.append(grade.grade_id)
         stored = time.perf_counter() - started
+        # The app imports the LLM client in a start-up thread (seconds of CPU): let it finish, or its work
+        # is counted in the page's process CPU time and slows the page through the GIL.
+        for thread in threading.enumerate():
+            if thread.name == "llm-client-warm-up":
+                thread.join()
         _record, secret = portal.call(partial(store.api_keys.create, tenant, "ann", "reviewer"))
         client.get("/review/login")
         token = client.cookies.get("ej_login")
@@ -179,7 +204,8 @@ def main() -> None:
     print(f"queue page over HTTP (20 leaves with evidence, rendered): wall {ms(http)}, {cpu(http_cpu)} "
           f"over the first {len(http)} pages")
     print(f"command: .venv/bin/python bench/review_pages.py --grades {args.grades} --leaves {args.leaves} "
-          f"--repeat {args.repeat}" + (f" --database-url {args.database_url}" if args.database_url else ""))
+          f"--repeat {args.repeat}" + (" --no-compared" if args.no_compared else "")
+          + (f" --database-url {args.database_url}" if args.database_url else ""))
 
 
 if __name__ == "__main__":

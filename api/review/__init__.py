@@ -10,7 +10,7 @@ from functools import lru_cache
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import Response
 
-from api.review import label_routes, pages, session_routes
+from api.review import action_routes, compare_routes, label_routes, pages, session_routes
 from api.review.html import HERE, secure
 
 _STATIC_TYPES = {"review.js": "text/javascript; charset=utf-8", "review.css": "text/css; charset=utf-8"}
@@ -36,5 +36,6 @@ async def static_file(name: str) -> Response:
 
 def install_review(app: FastAPI) -> None:
     """Add the review pages, their static files and the labels API to `app`."""
-    for router in (session_routes.router, pages.router, label_routes.pages, label_routes.api, static):
+    for router in (session_routes.router, pages.router, compare_routes.router, action_routes.router,
+                   label_routes.pages, label_routes.api, static):
         app.include_router(router)

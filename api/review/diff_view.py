@@ -130,6 +130,7 @@ class DiffIndex:
 
     def __init__(self, diff: str) -> None:
         self.hunks = parse_hunks(diff)
+        self._of_path: dict[str, list[Hunk]] = {}
         # Per hunk: (line index, normalised text) of its non-blank lines; and text -> [(hunk, position)].
         self._texts: list[list[tuple[int, str]]] = []
         self._where: dict[str, list[tuple[int, int]]] = {}
@@ -138,6 +139,13 @@ class DiffIndex:
             self._texts.append(texts)
             for position, (_i, text) in enumerate(texts):
                 self._where.setdefault(text, []).append((h, position))
+
+    def hunks_of(self, path: str) -> list[Hunk]:
+        """The hunks of one file, in diff order (looked up once per path: a page asks for the same files often)."""
+        found = self._of_path.get(path)
+        if found is None:
+            found = self._of_path[path] = [hunk for hunk in self.hunks if _same_file(path, hunk.path)]
+        return found
 
     def locate(self, quote: str, location: str | None) -> DiffExcerpt | None:
         """The hunk window where `quote` stands, quoted lines marked; None when it is not in the diff.
@@ -200,3 +208,66 @@ def quote_only(quote: str, location: str | None) -> DiffExcerpt:
         new += kind != "-"
         lines.append(line)
     return DiffExcerpt(path=path, header=header, lines=lines, located=False)
+
+
+_LINES_AT = re.compile(r"^(?P<path>.+?):(?P<start>\d+)-(?P<end>\d+)(?:\s|$)")
+
+
+def lines_location(location: str | None) -> tuple[str, int, int] | None:
+    """(path, first, last new-file line) of a code-unit location "path:12-30 (function f)", else None."""
+    match = _LINES_AT.match((location or "").strip())
+    if match is None:
+        return None
+    start, end = int(match.group("start")), int(match.group("end"))
+    return match.group("path"), min(start, end), max(start, end)
+
+
+def _new_range(hunk: Hunk) -> tuple[int, int]:
+    match = _HUNK.match(hunk.header)
+    if match is None:
+        return 0, -1
+    first = int(match.group(3))
+    return first, first + int(match.group(4) or 1) - 1
+
+
+def _joined(hunks: list[Hunk], start: int, end: int) -> list[DiffLine]:
+    lines: list[DiffLine] = []
+    for hunk in hunks:
+        if lines:
+            lines.append(DiffLine(None, None, "…", "lines the diff does not show"))
+        lines += [DiffLine(line.old, line.new, line.kind, line.text,
+                           quoted=line.kind in " +" and line.new is not None and start <= line.new <= end)
+                  for line in hunk.lines]
+    return lines
+
+
+def file_lines(index: DiffIndex, path: str, start: int, end: int) -> tuple[list[DiffLine], str]:
+    """Every line the diff shows of `path` (its hunks in order, a gap mark between them), new lines
+    `start`..`end` marked; and the first hunk header of the file."""
+    hunks = index.hunks_of(path)
+    return _joined(hunks, start, end), hunks[0].header if hunks else ""
+
+
+def unit_window(index: DiffIndex, location: str | None) -> DiffExcerpt | None:
+    """The code unit a "path:a-b" location names, inside its file's hunks, its lines marked; None when absent."""
+    where = lines_location(location)
+    if where is None:
+        return None
+    path, start, end = where
+    # Only the hunks the unit's lines fall in: a file of many hunks is not copied for every leaf.
+    hunks = [hunk for hunk in index.hunks_of(path) if _new_range(hunk)[0] <= end and _new_range(hunk)[1] >= start]
+    lines = _joined(hunks, start, end)
+    hits = [i for i, line in enumerate(lines) if line.quoted]
+    if not hits:
+        return None
+    first, last = hits[0], hits[-1]
+    begin = max(0, first - CONTEXT_LINES)
+    stop = min(len(lines), last + CONTEXT_LINES + 1, begin + MAX_SHOWN_LINES)
+    return DiffExcerpt(path=hunks[0].path, header=hunks[0].header, lines=lines[begin:stop], located=True,
+                       skipped_before=begin, skipped_after=len(lines) - stop)
+
+
+def text_lines(text: str, start: int, end: int, *, kind: str = " ") -> list[DiffLine]:
+    """Lines `start`..`end` of a whole file's text (1-based), numbered, all marked."""
+    rows = text.splitlines()[max(0, start - 1) : end][:MAX_SHOWN_LINES]
+    return [DiffLine(None, start + i, kind, row, quoted=True) for i, row in enumerate(rows)]

@@ -15,23 +15,23 @@ from fastapi.responses import Response
 
 from api.deps import Service, ServiceDep
 from api.review.auth import COOKIE_PATH, Viewer, current_viewer
-from api.review.diff_view import DiffIndex
+from api.review.context_view import GradeContext, build_context
 from api.review.html import message_page, page, query, secure
 from api.review.session_routes import LOGIN_PATH, redirect
 from api.review.views import LEAF_KEYS, leaf_views, stage_groups
 from judge.errors import InputError
 from judge.models import Grade
 from judge.store.labels import GradeLabels, visible_labels
-from judge.store.review_context import submission_for_grade
+from judge.store.review_context import graded_item
 from judge.store.review_records import ReviewFilter
 
 router = APIRouter(include_in_schema=False)
 GRADES_PAGE = 50
 QUEUE_PAGE = 20
-# Parsed grades and indexed diffs of recently viewed grades: a reviewer pages through the same grades many
-# times, and a stored grade never changes, so neither goes stale.
-_DIFF_CACHE: OrderedDict[tuple[str, str], DiffIndex | None] = OrderedDict()
-_DIFF_CACHE_SIZE = 16
+# Parsed grades and the contexts (task, submission, indexed diff) of recently viewed grades: a reviewer pages
+# through the same grades many times, and a stored grade never changes, so neither goes stale.
+_CONTEXT_CACHE: OrderedDict[tuple[str, str], GradeContext] = OrderedDict()
+_CONTEXT_CACHE_SIZE = 16
 _GRADE_CACHE: OrderedDict[tuple[str, str], Grade] = OrderedDict()
 _GRADE_CACHE_LEAVES = 20_000  # the cache holds at most this many leaves in all
 
@@ -46,19 +46,18 @@ async def _viewer_or_login(request: Request, service: Service) -> Viewer | Respo
     return viewer
 
 
-async def diff_for(service: Service, tenant: str, grade_id: str) -> DiffIndex | None:
-    """The diff a grade was made from, indexed, when its job still holds the submission (cached)."""
+async def context_for(service: Service, tenant: str, grade_id: str) -> GradeContext:
+    """What a grade was made from (task, submission, indexed diff), when its job still holds it (cached)."""
     key = (tenant, grade_id)
-    if key in _DIFF_CACHE:
-        _DIFF_CACHE.move_to_end(key)
-        return _DIFF_CACHE[key]
-    submission = await submission_for_grade(service.store, tenant, grade_id)
-    diff = submission.get("diff") if submission else None
-    index = await asyncio.to_thread(DiffIndex, diff) if isinstance(diff, str) and diff else None
-    _DIFF_CACHE[key] = index
-    while len(_DIFF_CACHE) > _DIFF_CACHE_SIZE:
-        _DIFF_CACHE.popitem(last=False)
-    return index
+    if key in _CONTEXT_CACHE:
+        _CONTEXT_CACHE.move_to_end(key)
+        return _CONTEXT_CACHE[key]
+    item = await graded_item(service.store, tenant, grade_id)
+    context = await asyncio.to_thread(build_context, item)
+    _CONTEXT_CACHE[key] = context
+    while len(_CONTEXT_CACHE) > _CONTEXT_CACHE_SIZE:
+        _CONTEXT_CACHE.popitem(last=False)
+    return context
 
 
 async def grades_for(service: Service, tenant: str, grade_ids: set[str]) -> dict[str, Grade]:
@@ -124,17 +123,24 @@ async def grade_page(request: Request, grade_id: str, service: ServiceDep) -> Re
     grade = (await grades_for(service, tenant, {grade_id})).get(grade_id)
     if grade is None:
         return message_page(404, "Not found", f"There is no grade {grade_id!r}.", viewer=viewer)
-    labels, diff, (newer, older), calibration = await asyncio.gather(
+    labels, context, (newer, older), calibration, siblings = await asyncio.gather(
         service.store.labels.visible_for_grade(viewer.identity, grade_id),
-        diff_for(service, tenant, grade_id),
+        context_for(service, tenant, grade_id),
         service.store.review.neighbours(tenant, grade_id),
         service.store.calibrations.status_for(grade.fingerprint.digest, tenant),
+        service.store.review.same_submission(tenant, grade_id),
     )
-    views = leaf_views(grade, labels, diff)
+    views = leaf_views(grade, labels, context)
     return page("grade.html", viewer=viewer, page_name="grade", grade=grade, groups=stage_groups(views),
-                n_leaves=len(views), n_mine=len(labels.mine), diff_available=diff is not None,
-                newer=newer, older=older, calibration=calibration, keys=LEAF_KEYS,
-                back=f"{COOKIE_PATH}/grades/{grade_id}")
+                n_leaves=len(views), n_mine=len(labels.mine), diff_available=context.diff is not None,
+                context=context, siblings=siblings, newer=newer, older=older, calibration=calibration,
+                keys=LEAF_KEYS, back=f"{COOKIE_PATH}/grades/{grade_id}")
+
+
+async def tenant_raters(service: Service, tenant: str) -> list[str]:
+    """Rater ids of the tenant's live reviewer and admin keys (whom a queue item can be assigned to)."""
+    keys = await service.store.api_keys.list_keys(tenant)
+    return sorted({key.name or key.key_id for key in keys if key.role != "grader" and key.revoked_at is None})
 
 
 @router.get(f"{COOKIE_PATH}/queue")
@@ -144,32 +150,37 @@ async def queue_page(
     order: Literal["confidence", "disagreement"] = "confidence",
     cursor: Text = None,
     unscored: bool = False,
+    assigned: Literal["any", "me", "none"] = "any",
 ) -> Response:
-    """Leaves this reviewer has not labelled, lowest judge confidence (or most disagreement) first, paged."""
+    """Review items (one per leaf content) this reviewer has not labelled, lowest judge confidence (or most
+    disagreement) first, paged; optionally only those assigned to the reviewer or to nobody."""
     viewer = await _viewer_or_login(request, service)
     if not isinstance(viewer, Viewer):
         return viewer
     tenant = viewer.identity.tenant
     try:
         queue = await service.store.review.queue(viewer.identity, order=order, limit=QUEUE_PAGE,
-                                                 cursor=cursor or None, include_unscored=unscored)
+                                                 cursor=cursor or None, include_unscored=unscored, assigned=assigned)
     except InputError as exc:
         return _bad_request(viewer, exc)
     grades = await grades_for(service, tenant, {item.grade_id for item in queue.items})
     all_labels = {gid: await service.store.labels.of_grade(tenant, gid) for gid in grades}
-    diffs = {gid: await diff_for(service, tenant, gid) for gid in grades}
+    contexts = {gid: await context_for(service, tenant, gid) for gid in grades}
     views: list[Any] = []
     for item in queue.items:
         grade = grades.get(item.grade_id)
         if grade is None:  # pragma: no cover - an indexed leaf always has its grade
             continue
         seen: GradeLabels = visible_labels(viewer.identity, all_labels[item.grade_id])
-        views.extend((grade, view) for view in leaf_views(grade, seen, diffs[item.grade_id], {item.leaf_id}))
-    next_url = (f"{COOKIE_PATH}/queue" + query(order=order, unscored=unscored, cursor=queue.next_cursor)
-                if queue.next_cursor else None)
+        key = item.content_key or ""
+        views.extend((grade, view, queue.copies.get(key, 1), queue.assignees.get(key))
+                     for view in leaf_views(grade, seen, contexts[item.grade_id], {item.leaf_id}))
+    state = {"order": order, "unscored": unscored, "assigned": None if assigned == "any" else assigned}
+    next_url = f"{COOKIE_PATH}/queue" + query(**state, cursor=queue.next_cursor) if queue.next_cursor else None
     return page("queue.html", viewer=viewer, page_name="queue", items=views, total=queue.total, order=order,
-                unscored=unscored, next_url=next_url, paged=bool(cursor), keys=LEAF_KEYS,
-                back=f"{COOKIE_PATH}/queue" + query(order=order, unscored=unscored, cursor=cursor))
+                unscored=unscored, assigned=assigned, state=state, next_url=next_url, paged=bool(cursor),
+                keys=LEAF_KEYS, raters=await tenant_raters(service, tenant),
+                back=f"{COOKIE_PATH}/queue" + query(**state, cursor=cursor))
 
 
 @router.get(f"{COOKIE_PATH}/grades/{{grade_id}}/leaves/{{leaf_id}}/history")
@@ -188,7 +199,7 @@ async def history_page(request: Request, grade_id: str, leaf_id: str, service: S
 
 
 @router.get(f"{COOKIE_PATH}/calibration")
-async def calibration_page(request: Request, service: ServiceDep) -> Response:
+async def calibration_page(request: Request, service: ServiceDep, ran: Text = None) -> Response:
     """Stored calibration runs this tenant sees, label counts per fingerprint, and how to calibrate on them."""
     viewer = await _viewer_or_login(request, service)
     if not isinstance(viewer, Viewer):
@@ -200,8 +211,9 @@ async def calibration_page(request: Request, service: ServiceDep) -> Response:
         service.store.review.leaf_stats(tenant),
         service.store.labels.counts_by_rater(tenant),
     )
+    just_ran = next((run for run in runs if ran and run.calibration_id == ran), None)
     return page("calibration.html", viewer=viewer, page_name="calibration", runs=runs, fingerprints=fingerprints,
-                stats=stats, raters=sorted(raters.items()), tenant=tenant)
+                stats=stats, raters=sorted(raters.items()), tenant=tenant, just_ran=just_ran)
 
 
 @router.get(f"{COOKIE_PATH}/labels.jsonl")

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote as quote_url
 
-from api.review.diff_view import DiffExcerpt, DiffIndex, quote_only
+from api.review.context_view import GradeContext, ReferenceView, TextInContext, in_context, reference_views
+from api.review.diff_view import DiffExcerpt, lines_location, quote_only, unit_window
+from api.review.html import query
 from judge.models import EvidenceQuote, Grade, LeafResult
 from judge.store.labels import GradeLabels
 from judge.store.review_index import CLAIM_TEMPLATE, judge_label
@@ -20,14 +23,26 @@ CLAIM_KEYS: tuple[tuple[str, str], ...] = (("p", "correct"), ("f", "incorrect"),
 
 @dataclass
 class EvidenceView:
-    """One evidence quote as shown: the diff window it sits in, or its text with its location."""
+    """A part of the submission the leaf was compared with: the diff window it sits in (its file and lines),
+    or its text in place; `counted` when the judge cited it as evidence, else only compared."""
 
     source: str
     location: str | None
     verified: bool
     similarity: float | None
     text: str
+    counted: bool = True
     diff: DiffExcerpt | None = None
+    context: TextInContext | None = None
+    file_url: str | None = None
+
+    @property
+    def place(self) -> str | None:
+        """The location without the file path when the diff table's caption already names the file."""
+        if self.diff is not None and self.location and self.location.startswith(self.diff.path):
+            rest = self.location[len(self.diff.path):].lstrip(": ")
+            return f"lines {rest}" if rest[:1].isdigit() else rest or None
+        return self.location
 
 
 @dataclass
@@ -53,6 +68,7 @@ class LeafView:
     mine: LabelView | None = None
     others: list[LabelView] = field(default_factory=list)
     hidden: int = 0
+    reference: list[ReferenceView] = field(default_factory=list)
 
     @property
     def anchor(self) -> str:
@@ -72,35 +88,49 @@ def label_json(record: LabelRecord) -> dict[str, Any]:
             "updated_at": record.updated_at.isoformat(timespec="seconds"), "version": record.version}
 
 
-def evidence_view(quote: EvidenceQuote, diff: DiffIndex | None) -> EvidenceView:
-    """A quote in place: a verified diff quote inside its hunk (when the diff is at hand), else on its own."""
+def evidence_view(grade_id: str, quote: EvidenceQuote, context: GradeContext, *, counted: bool = True
+                  ) -> EvidenceView:
+    """A quote in place: diff code inside its file's hunks (when the diff is at hand), text inside its text."""
     view = EvidenceView(source=quote.source, location=quote.location, verified=quote.verified,
-                        similarity=quote.similarity, text=quote.text)
+                        similarity=quote.similarity, text=quote.text, counted=counted)
     if quote.source == "diff":
-        found = diff.locate(quote.text, quote.location) if diff is not None and quote.verified else None
+        diff = context.diff
+        found = None
+        if diff is not None:
+            found = unit_window(diff, quote.location) or (diff.locate(quote.text, quote.location)
+                                                          if quote.verified else None)
         view.diff = found or quote_only(quote.text, quote.location)
+        if found is not None:
+            numbers = [line.new for line in found.lines if line.quoted and line.new is not None] or [0]
+            path, start, end = lines_location(quote.location) or (found.path, min(numbers), max(numbers))
+            view.file_url = (f"/review/grades/{quote_url(grade_id, safe='')}/file"
+                             f"{query(path=path, start=start or None, end=end or None)}#L{start}")
+    elif quote.verified and context.texts.get(quote.source):
+        view.context = in_context(context.texts[quote.source], quote.text)
     return view
 
 
-def leaf_view(grade_id: str, leaf: LeafResult, labels: GradeLabels, diff: DiffIndex | None) -> LeafView:
-    """One leaf of a grade for the page."""
+def leaf_view(grade_id: str, leaf: LeafResult, labels: GradeLabels, context: GradeContext) -> LeafView:
+    """One leaf of a grade for the page: what it cites, what else it was compared with, its labels."""
     mine = labels.mine.get(leaf.leaf_id)
     return LeafView(
         grade_id=grade_id,
         leaf=leaf,
-        evidence=[evidence_view(quote, diff) for quote in leaf.evidence],
+        evidence=[*(evidence_view(grade_id, quote, context) for quote in leaf.evidence),
+                  *(evidence_view(grade_id, quote, context, counted=False) for quote in leaf.compared)],
         judge_label=judge_label(leaf.template_id, leaf.verdict, leaf.flags, leaf.reason_code),
         choices=CLAIM_KEYS if leaf.template_id == CLAIM_TEMPLATE else LEAF_KEYS,
         mine=label_view(mine) if mine else None,
         others=[label_view(other) for other in labels.others.get(leaf.leaf_id, [])],
         hidden=labels.hidden.get(leaf.leaf_id, 0),
+        reference=reference_views(leaf, context) if leaf.reference else [],
     )
 
 
-def leaf_views(grade: Grade, labels: GradeLabels, diff: DiffIndex | None,
+def leaf_views(grade: Grade, labels: GradeLabels, context: GradeContext,
                only: set[str] | None = None) -> list[LeafView]:
     """The grade's leaves (only those in `only`, when given), in rubric order."""
-    return [leaf_view(grade.grade_id, leaf, labels, diff) for leaf in grade.leaves
+    return [leaf_view(grade.grade_id, leaf, labels, context) for leaf in grade.leaves
             if only is None or leaf.leaf_id in only]
 
 

@@ -9,6 +9,7 @@ another rater's label on a leaf only once they have labelled that leaf themselve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, func, insert, select, update
@@ -81,29 +82,35 @@ def _clean_note(note: str | None) -> str | None:
     return note.strip()
 
 
-def _write(connection: Connection, who: KeyIdentity, grade_id: str, leaf_id: str, label: str,
-           note: str | None) -> LabelWrite | None:
-    # On PostgreSQL the leaf's index row is locked first: two raters labelling one leaf at once then
+def _copies(connection: Connection, tenant: str, grade_id: str, leaf_id: str) -> list[Any]:
+    """The index rows of a leaf and of its copies (same content key), the asked-for one first, locked."""
+    columns = (ReviewLeafRow.grade_id, ReviewLeafRow.leaf_id, ReviewLeafRow.template_id, ReviewLeafRow.stage,
+               ReviewLeafRow.verdict, ReviewLeafRow.judge_label, ReviewLeafRow.task_id,
+               ReviewLeafRow.fingerprint_digest, ReviewLeafRow.content_key, GradeRow.submission_id)
+    # On PostgreSQL the leaves' index rows are locked first: two raters labelling one leaf at once then
     # recount its labels one after the other, never from a stale read.
     leaf = connection.execute(
-        select(ReviewLeafRow.template_id, ReviewLeafRow.stage, ReviewLeafRow.verdict, ReviewLeafRow.judge_label,
-               ReviewLeafRow.task_id, ReviewLeafRow.fingerprint_digest, GradeRow.submission_id)
-        .join(GradeRow, GradeRow.grade_id == ReviewLeafRow.grade_id)
-        .where(ReviewLeafRow.tenant == who.tenant, GradeRow.tenant == who.tenant,
+        select(*columns).join(GradeRow, GradeRow.grade_id == ReviewLeafRow.grade_id)
+        .where(ReviewLeafRow.tenant == tenant, GradeRow.tenant == tenant,
                ReviewLeafRow.grade_id == grade_id, ReviewLeafRow.leaf_id == leaf_id)
         .with_for_update(of=ReviewLeafRow)
     ).one_or_none()
     if leaf is None:
-        return None
-    if label == AGREE:
-        if leaf.judge_label is None:
-            raise InputError("the judge left this leaf unscored: there is no verdict to agree with", field="label")
-        label = leaf.judge_label
-    allowed = labels_for_template(leaf.template_id)
-    if label not in allowed:
-        raise InputError(f"unknown label {label!r} for this leaf (use {', '.join(allowed)} or agree)", field="label")
-    now = utcnow()
-    key = {"tenant": who.tenant, "grade_id": grade_id, "leaf_id": leaf_id, "rater_id": who.rater_id}
+        return []
+    if leaf.content_key is None:
+        return [leaf]
+    twins = connection.execute(
+        select(*columns).join(GradeRow, GradeRow.grade_id == ReviewLeafRow.grade_id)
+        .where(ReviewLeafRow.tenant == tenant, GradeRow.tenant == tenant,
+               ReviewLeafRow.content_key == leaf.content_key, ReviewLeafRow.grade_id != grade_id)
+        .order_by(ReviewLeafRow.grade_id).with_for_update(of=ReviewLeafRow)
+    ).all()
+    return [leaf, *twins]
+
+
+def _write_copy(connection: Connection, who: KeyIdentity, leaf: Any, label: str, note: str | None,
+                now: datetime) -> LabelWrite:
+    key = {"tenant": who.tenant, "grade_id": leaf.grade_id, "leaf_id": leaf.leaf_id, "rater_id": who.rater_id}
     values = {**key, "key_id": who.key_id, "item_id": leaf.submission_id, "task_id": leaf.task_id,
               "stage": leaf.stage, "fingerprint_digest": leaf.fingerprint_digest, "label": label, "note": note,
               "judge_verdict": leaf.verdict, "judge_label": leaf.judge_label, "version": 1,
@@ -128,9 +135,28 @@ def _write(connection: Connection, who: KeyIdentity, grade_id: str, leaf_id: str
     connection.execute(insert(LabelEventRow).values(
         **key, key_id=who.key_id, version=version, label=label, note=note, previous_label=previous[0],
         previous_note=previous[1], created_at=now))
-    refresh_label_counts(connection, who.tenant, grade_id, leaf_id)
+    refresh_label_counts(connection, who.tenant, leaf.grade_id, leaf.leaf_id)
     row = connection.execute(select(LabelRow.__table__).where(*where)).one()
     return LabelWrite(label=_label(row), changed=True)
+
+
+def _write(connection: Connection, who: KeyIdentity, grade_id: str, leaf_id: str, label: str,
+           note: str | None) -> LabelWrite | None:
+    copies = _copies(connection, who.tenant, grade_id, leaf_id)
+    if not copies:
+        return None
+    leaf = copies[0]
+    if label == AGREE:
+        if leaf.judge_label is None:
+            raise InputError("the judge left this leaf unscored: there is no verdict to agree with", field="label")
+        label = leaf.judge_label
+    allowed = labels_for_template(leaf.template_id)
+    if label not in allowed:
+        raise InputError(f"unknown label {label!r} for this leaf (use {', '.join(allowed)} or agree)", field="label")
+    now = utcnow()
+    # One review item, every copy labelled alike (each copy's own row and history, the judge's verdict as is).
+    written = [_write_copy(connection, who, copy, label, note, now) for copy in copies]
+    return LabelWrite(label=written[0].label, changed=any(w.changed for w in written))
 
 
 class LabelStore:
@@ -186,23 +212,43 @@ class LabelStore:
         return []
 
     async def export(self, tenant: str, fingerprint: str | None = None) -> list[LabelRecord]:
-        """Every current label of `tenant` (of grades with this fingerprint digest), in a stable order."""
-        query = select(LabelRow.__table__).where(LabelRow.tenant == tenant)
+        """Every current label of `tenant` (of grades with this fingerprint digest), in a stable order.
+
+        A label on a leaf graded several times alike (copies with one content key) is exported once: the
+        copies are one review item, and counting them apart would count one judgement several times.
+        """
+        query = (select(LabelRow.__table__, ReviewLeafRow.content_key)
+                 .join(ReviewLeafRow, (ReviewLeafRow.grade_id == LabelRow.grade_id)
+                       & (ReviewLeafRow.leaf_id == LabelRow.leaf_id), isouter=True)
+                 .where(LabelRow.tenant == tenant))
         if fingerprint is not None:
             query = query.where(LabelRow.fingerprint_digest == fingerprint)
-        query = query.order_by(LabelRow.item_id, LabelRow.leaf_id, LabelRow.rater_id, LabelRow.label_id)
-        return [_label(row) for row in await self._store.run_read(lambda c: list(c.execute(query).all()))]
+        query = query.order_by(LabelRow.item_id, LabelRow.leaf_id, LabelRow.rater_id, LabelRow.grade_id,
+                               LabelRow.label_id)
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for row in await self._store.run_read(lambda c: list(c.execute(query).all())):
+            item = (row.content_key or f"{row.grade_id}/{row.leaf_id}", row.rater_id)
+            if item not in seen:
+                seen.add(item)
+                out.append(_label(row))
+        return out
 
     async def counts_by_rater(self, tenant: str) -> dict[str, int]:
-        """How many leaves each rater of `tenant` has labelled."""
-        query = (select(LabelRow.rater_id, func.count()).where(LabelRow.tenant == tenant)
-                 .group_by(LabelRow.rater_id))
+        """How many review items (distinct leaf contents) each rater of `tenant` has labelled."""
+        query = (select(LabelRow.rater_id, func.count(func.distinct(ReviewLeafRow.content_key)))
+                 .join(ReviewLeafRow, (ReviewLeafRow.grade_id == LabelRow.grade_id)
+                       & (ReviewLeafRow.leaf_id == LabelRow.leaf_id))
+                 .where(LabelRow.tenant == tenant).group_by(LabelRow.rater_id))
         rows = await self._store.run_read(lambda c: list(c.execute(query).all()))
         return {str(rater): int(n) for rater, n in rows}
 
     async def by_fingerprint(self, tenant: str) -> list[tuple[str, int, int]]:
-        """(fingerprint digest, labels, raters) of the tenant's labels, most labelled first."""
-        query = (select(LabelRow.fingerprint_digest, func.count(), func.count(func.distinct(LabelRow.rater_id)))
+        """(fingerprint digest, labelled review items, raters) of the tenant's labels, most labelled first."""
+        query = (select(LabelRow.fingerprint_digest, func.count(func.distinct(ReviewLeafRow.content_key)),
+                        func.count(func.distinct(LabelRow.rater_id)))
+                 .join(ReviewLeafRow, (ReviewLeafRow.grade_id == LabelRow.grade_id)
+                       & (ReviewLeafRow.leaf_id == LabelRow.leaf_id))
                  .where(LabelRow.tenant == tenant).group_by(LabelRow.fingerprint_digest))
         rows = await self._store.run_read(lambda c: list(c.execute(query).all()))
         return sorted(((str(d), int(n), int(r)) for d, n, r in rows), key=lambda t: (-t[1], t[0]))

@@ -14,10 +14,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, and_, case, exists, func, or_, select, tuple_
+from sqlalchemy.orm import aliased
 
 from judge.errors import InputError
 from judge.store.clock import as_utc
 from judge.store.review_records import (
+    AssignedFilter,
     KeyIdentity,
     LeafIndexEntry,
     QueueOrder,
@@ -26,7 +28,7 @@ from judge.store.review_records import (
     ReviewGradePage,
     ReviewGradeRow,
 )
-from judge.store.tables import GradeRow, LabelRow, ReviewLeafRow
+from judge.store.tables import GradeRow, LabelRow, ReviewAssignmentRow, ReviewLeafRow
 
 if TYPE_CHECKING:
     from judge.store.database import Store
@@ -35,7 +37,8 @@ MAX_REVIEW_PAGE = 200
 _LEAF = ReviewLeafRow
 _ENTRY = (_LEAF.grade_id, _LEAF.position, _LEAF.leaf_id, _LEAF.template_id, _LEAF.stage, _LEAF.verdict,
           _LEAF.judge_label, _LEAF.confidence, _LEAF.task_id, _LEAF.fingerprint_digest, _LEAF.n_labels,
-          _LEAF.n_disagree, _LEAF.raters_split)
+          _LEAF.n_disagree, _LEAF.raters_split, _LEAF.content_key)
+_TWIN = aliased(ReviewLeafRow)
 
 
 def _check_limit(limit: int) -> None:
@@ -130,13 +133,23 @@ def decode_queue_cursor(cursor: str, order: QueueOrder) -> list[Any]:
 
 
 def _queue(connection: Connection, viewer: KeyIdentity, order: QueueOrder, limit: int, cursor: str | None,
-           include_unscored: bool, count: bool) -> QueuePage:
+           include_unscored: bool, count: bool, assigned: AssignedFilter = "any") -> QueuePage:
+    # A label reaches every copy of a leaf, so the item's first copy carries the viewer's label when any does.
     mine = exists(select(LabelRow.label_id).where(
         LabelRow.tenant == viewer.tenant, LabelRow.grade_id == _LEAF.grade_id, LabelRow.leaf_id == _LEAF.leaf_id,
         LabelRow.rater_id == viewer.rater_id))
-    conditions: list[Any] = [_LEAF.tenant == viewer.tenant, ~mine]
+    # One item per content: a copy stands for its content only when no copy of it sorts before it.
+    first_copy = or_(_LEAF.content_key.is_(None), ~exists(select(_TWIN.position).where(
+        _TWIN.tenant == _LEAF.tenant, _TWIN.content_key == _LEAF.content_key, _TWIN.grade_id < _LEAF.grade_id)))
+    conditions: list[Any] = [_LEAF.tenant == viewer.tenant, ~mine, first_copy]
     if not include_unscored:
         conditions.append(_LEAF.verdict != "unscored")
+    if assigned != "any":
+        whose: list[Any] = [ReviewAssignmentRow.assignee == viewer.rater_id] if assigned == "me" else []
+        held = exists(select(ReviewAssignmentRow.assignee).where(
+            ReviewAssignmentRow.tenant == _LEAF.tenant, ReviewAssignmentRow.content_key == _LEAF.content_key,
+            *whose))
+        conditions.append(~held if assigned == "none" else held)
     keys: tuple[Any, ...] = (_LEAF.conf_key, _LEAF.grade_id, _LEAF.position)
     if order == "disagreement":
         keys = (_LEAF.dis_rank, *keys)
@@ -157,6 +170,7 @@ def _queue(connection: Connection, viewer: KeyIdentity, order: QueueOrder, limit
         for grade_id, leaf_id, n in connection.execute(query_others):
             if f"{grade_id}/{leaf_id}" in wanted:
                 others[f"{grade_id}/{leaf_id}"] = int(n)
+    copies, assignees = _copies_and_assignees(connection, viewer.tenant, items)
     next_cursor = None
     if more and rows:
         last = rows[-1]._mapping
@@ -164,7 +178,23 @@ def _queue(connection: Connection, viewer: KeyIdentity, order: QueueOrder, limit
     total = None
     if count:
         total = int(connection.execute(select(func.count()).select_from(_LEAF).where(*conditions)).scalar_one())
-    return QueuePage(items=items, labelled_by_others=others, next_cursor=next_cursor, total=total)
+    return QueuePage(items=items, labelled_by_others=others, next_cursor=next_cursor, total=total, copies=copies,
+                     assignees=assignees)
+
+
+def _copies_and_assignees(connection: Connection, tenant: str, items: list[LeafIndexEntry]
+                          ) -> tuple[dict[str, int], dict[str, str]]:
+    """How many grade rows hold each item's content, and whom each item is assigned to, by content key."""
+    keys = sorted({item.content_key for item in items if item.content_key})
+    if not keys:
+        return {}, {}
+    copies = {str(key): int(n) for key, n in connection.execute(
+        select(_LEAF.content_key, func.count()).where(_LEAF.tenant == tenant, _LEAF.content_key.in_(keys))
+        .group_by(_LEAF.content_key))}
+    assignees = {str(key): str(who) for key, who in connection.execute(
+        select(ReviewAssignmentRow.content_key, ReviewAssignmentRow.assignee)
+        .where(ReviewAssignmentRow.tenant == tenant, ReviewAssignmentRow.content_key.in_(keys)))}
+    return copies, assignees
 
 
 class ReviewQueries:
@@ -184,18 +214,21 @@ class ReviewQueries:
         return await self._store.run_read(lambda c: _list_grades(c, tenant, filters, limit, cursor))
 
     async def queue(self, viewer: KeyIdentity, *, order: QueueOrder = "confidence", limit: int = 20,
-                    cursor: str | None = None, include_unscored: bool = False, count: bool = True) -> QueuePage:
-        """Leaves `viewer` has not labelled, lowest judge confidence first, or most disagreement first.
+                    cursor: str | None = None, include_unscored: bool = False, count: bool = True,
+                    assigned: AssignedFilter = "any") -> QueuePage:
+        """Review items `viewer` has not labelled, lowest judge confidence first, or most disagreement first.
 
-        Leaves other raters labelled stay in the queue (with how many did, never what they said) until
-        `viewer` labels them too. Unscored leaves are left out unless `include_unscored`.
+        An item is one leaf content: copies of a leaf (same task, submission, rubric leaf and fingerprint)
+        are one item, shown by its first copy. Leaves other raters labelled stay in the queue (with how
+        many did, never what they said) until `viewer` labels them too. Unscored leaves are left out
+        unless `include_unscored`; `assigned` keeps the items assigned to the viewer ("me") or to nobody.
 
         Raises:
             InputError: a limit out of range or a cursor this store did not hand out.
         """
         _check_limit(limit)
         return await self._store.run_read(
-            lambda c: _queue(c, viewer, order, limit, cursor, include_unscored, count))
+            lambda c: _queue(c, viewer, order, limit, cursor, include_unscored, count, assigned))
 
     async def neighbours(self, tenant: str, grade_id: str) -> tuple[str | None, str | None]:
         """The ids of the next newer and next older grade of the tenant (None at either end)."""
@@ -213,6 +246,24 @@ class ReviewQueries:
 
         return await self._store.run_read(read)
 
+    async def same_submission(self, tenant: str, grade_id: str, *, limit: int = 20) -> list[ReviewGradeRow]:
+        """Other grades of the tenant of the same submission (any task, rubric or judge), newest first."""
+        def read(connection: Connection) -> list[ReviewGradeRow]:
+            this = connection.execute(select(GradeRow.submission_hash).where(
+                GradeRow.tenant == tenant, GradeRow.grade_id == grade_id)).scalar_one_or_none()
+            if this is None:
+                return []
+            rows = connection.execute(
+                select(GradeRow.grade_id, GradeRow.task_id, GradeRow.submission_id, GradeRow.agent,
+                       GradeRow.fingerprint_digest, GradeRow.overall_score, GradeRow.created_at)
+                .where(GradeRow.submission_hash == this, GradeRow.tenant == tenant, GradeRow.grade_id != grade_id)
+                .order_by(GradeRow.seq.desc()).limit(limit)).all()
+            return [ReviewGradeRow(grade_id=r.grade_id, task_id=r.task_id, submission_id=r.submission_id,
+                                   agent=r.agent, fingerprint_digest=r.fingerprint_digest,
+                                   overall_score=r.overall_score, created_at=as_utc(r.created_at)) for r in rows]
+
+        return await self._store.run_read(read)
+
     async def grades_json(self, tenant: str, grade_ids: set[str]) -> dict[str, str]:
         """The stored JSON of some of the tenant's grades, by id (unparsed)."""
         query = select(GradeRow.grade_id, GradeRow.grade_json).where(
@@ -221,12 +272,14 @@ class ReviewQueries:
         return {grade_id: text for grade_id, text in rows}
 
     async def leaf_stats(self, tenant: str) -> dict[str, int]:
-        """Leaves in the tenant's index: all, scored, labelled at least once, with a disagreement."""
-        query = select(func.count(), func.sum(case((_LEAF.verdict != "unscored", 1), else_=0)),
+        """Leaves in the tenant's index: all, review items (distinct contents), scored, labelled at least once,
+        with a disagreement."""
+        query = select(func.count(), func.count(func.distinct(_LEAF.content_key)),
+                       func.sum(case((_LEAF.verdict != "unscored", 1), else_=0)),
                        func.sum(case((_LEAF.n_labels > 0, 1), else_=0)),
                        func.sum(case((and_(_LEAF.n_labels > 0, or_(_LEAF.n_disagree > 0,
                                                                      _LEAF.raters_split.is_(True))), 1), else_=0))
                        ).where(_LEAF.tenant == tenant)
         row = await self._store.run_read(lambda c: c.execute(query).one())
-        return {"leaves": int(row[0] or 0), "scored": int(row[1] or 0), "labelled": int(row[2] or 0),
-                "disagreements": int(row[3] or 0)}
+        return {"leaves": int(row[0] or 0), "items": int(row[1] or 0), "scored": int(row[2] or 0),
+                "labelled": int(row[3] or 0), "disagreements": int(row[4] or 0)}

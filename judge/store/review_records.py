@@ -12,6 +12,7 @@ ROLES: tuple[Role, ...] = ("grader", "reviewer", "admin")
 """grader: the grading API only; reviewer: also reads and writes labels; admin: also sees every rater's labels."""
 LABELLING_ROLES: frozenset[str] = frozenset({"reviewer", "admin"})
 QueueOrder = Literal["confidence", "disagreement"]
+AssignedFilter = Literal["any", "me", "none"]
 
 
 class KeyIdentity(BaseModel):
@@ -98,6 +99,7 @@ class LeafIndexEntry(BaseModel):
     n_labels: int
     n_disagree: int
     raters_split: bool
+    content_key: str | None = Field(default=None, description="The review item: equal for identical copies.")
 
 
 class QueuePage(BaseModel):
@@ -108,7 +110,9 @@ class QueuePage(BaseModel):
         default_factory=dict, description="'grade_id/leaf_id' -> how many other raters labelled it."
     )
     next_cursor: str | None = None
-    total: int | None = Field(default=None, description="Leaves left in the queue (when counted).")
+    total: int | None = Field(default=None, description="Items left in the queue (when counted).")
+    copies: dict[str, int] = Field(default_factory=dict, description="content key -> grade rows holding it.")
+    assignees: dict[str, str] = Field(default_factory=dict, description="content key -> assigned rater.")
 
 
 class ReviewFilter(BaseModel):

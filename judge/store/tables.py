@@ -192,6 +192,7 @@ class ReviewLeafRow(Base):
         UniqueConstraint("grade_id", "leaf_id", name="uq_review_leaves_grade_id_leaf_id"),
         Index("ix_review_leaves_confidence", "tenant", "conf_key", "grade_id", "position"),
         Index("ix_review_leaves_disagreement", "tenant", "dis_rank", "conf_key", "grade_id", "position"),
+        Index("ix_review_leaves_content", "tenant", "content_key", "grade_id"),
     )
 
     grade_id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -210,6 +211,22 @@ class ReviewLeafRow(Base):
     n_disagree: Mapped[int] = mapped_column(Integer, default=0)
     raters_split: Mapped[bool] = mapped_column(Boolean, default=False)
     dis_rank: Mapped[int] = mapped_column(Integer, default=0)
+    # Same task, submission, rubric leaf and judge fingerprint: one review item, whatever the grade rows
+    # (review_index.content_key). NULL only while migration 0003 fills it.
+    content_key: Mapped[str | None] = mapped_column(String(32))
+
+
+class ReviewAssignmentRow(Base):
+    """A review item (a leaf content key) assigned to one rater of the tenant."""
+
+    __tablename__ = "review_assignments"
+    __table_args__ = (Index("ix_review_assignments_assignee", "tenant", "assignee"),)
+
+    tenant: Mapped[str] = mapped_column(String(128), primary_key=True)
+    content_key: Mapped[str] = mapped_column(String(32), primary_key=True)
+    assignee: Mapped[str] = mapped_column(String(256))
+    assigned_by: Mapped[str] = mapped_column(String(256))
+    assigned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class LabelRow(Base):

@@ -74,12 +74,14 @@ class ReviewApp:
         self.client.csrf = csrf.group(1)  # type: ignore[attr-defined]
         return self.client
 
-    def save(self, tenant: str, grade: Grade, submission: dict[str, Any] | None = None) -> Grade:
-        """Store `grade` for `tenant`; with `submission`, through a job that keeps it (as POST /v1/grade does)."""
+    def save(self, tenant: str, grade: Grade, submission: dict[str, Any] | None = None,
+             task: dict[str, Any] | None = None) -> Grade:
+        """Store `grade` for `tenant`; with `submission` (and `task`), through a job that keeps them (as
+        POST /v1/grade does)."""
         job_id = None
         if submission is not None:
             job_id = uuid.uuid4().hex
-            payload = {"rubric": "expbench-v1", "items": [{"task": {"task_id": grade.task_id},
+            payload = {"rubric": "expbench-v1", "items": [{"task": task or {"task_id": grade.task_id},
                                                            "submission": submission}]}
             self.call(self.store.jobs.create, tenant=tenant, kind="grade", payload_json=json.dumps(payload),
                       total=1, request_hash=uuid.uuid4().hex, job_id=job_id)
@@ -120,12 +122,17 @@ def review_grade(*, text: str = "", task_id: str = "93022:0", agent: str = "curi
         leaf("requirement.0", "implementation", "pass", text=text, evidence=[EvidenceQuote(
             source="diff", text=f"+    model = load_checkpoint(args.ckpt)  # {PAYLOADS[0]}\n+    model.eval()",
             location="train.py @@ -10,4 +10,6 @@ def main():", verified=True, similarity=0.71)]),
-        leaf("requirement.1", "implementation", "fail", text=text, confidence=0.55),
+        leaf("requirement.1", "implementation", "fail", text=text, confidence=0.55).model_copy(update={
+            "compared": [EvidenceQuote(source="diff", text=f"model = load_checkpoint(args.ckpt)  # {text}",
+                                       location="train.py:11-12 (block)", verified=True, similarity=0.31)]}),
         leaf("design_variable.0", "design", "pass", text=text, evidence=[EvidenceQuote(
             source="design", text=f"Independent variable: learning rate {text}", location="design item 1",
             verified=True, similarity=0.8)]),
         leaf("outcome_claim.0", "conclusion", "partial", text=text, confidence=0.3, evidence=[EvidenceQuote(
             source="conclusion", text=f"We beat the baseline {text}", location="sentence 2", verified=False)]),
+        leaf("design_variable.1", "design", "fail", text=text, confidence=0.6).model_copy(update={
+            "compared": [EvidenceQuote(source="design", text=f"Dependent variable: accuracy {text}",
+                                       location="design item 2", verified=True, similarity=0.42)]}),
         leaf("ran_to_completion", "execution", "unscored", text=text),
         *(leaf(f"requirement.{i + 2}", "implementation", "fail", text=text, confidence=0.9) for i in range(n_extra)),
     ]

@@ -1,8 +1,9 @@
 """The review pages in a real Chromium against a real `expjudge serve` on loopback, driven by the keyboard.
 
 Skips (with the reason) only when Chromium, chromedriver or selenium is not installed. Saves the
-screenshots review-grade.png and review-queue.png in the test's temporary folder, or in the folder
-EXPJUDGE_SCREENSHOT_DIR names (`EXPJUDGE_SCREENSHOT_DIR=docs/img` retakes the README's pictures); a test run
+screenshots review-grade.png, review-grade-task.png, review-failed-leaf.png, review-queue.png,
+review-compare.png and review-calibration.png in the test's temporary folder, or in the folder
+EXPJUDGE_SCREENSHOT_DIR names (`EXPJUDGE_SCREENSHOT_DIR=docs/img` retakes the docs' pictures); a test run
 never writes into the checkout on its own.
 """
 
@@ -70,7 +71,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     env = offline_env(EXPJUDGE_DATABASE_URL=f"sqlite+aiosqlite:///{root / 'expjudge.db'}", EXPJUDGE_AUTH_ENABLED="true")
     keys = {"grader": cli(env, "keys", "create", "--tenant", "lab", "--name", "harness"),
             "ann": cli(env, "keys", "create", "--tenant", "lab", "--role", "reviewer", "--name", "ann"),
-            "bob": cli(env, "keys", "create", "--tenant", "lab", "--role", "reviewer", "--name", "bob")}
+            "bob": cli(env, "keys", "create", "--tenant", "lab", "--role", "reviewer", "--name", "bob"),
+            "root": cli(env, "keys", "create", "--tenant", "lab", "--role", "admin", "--name", "root")}
     child, base = start_service(root, env)
     try:
         example = json.loads(EXAMPLE.read_text(encoding="utf-8"))
@@ -79,11 +81,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         extended["submission"]["submission_id"] += "-with-requirement-0"
         grades = []
         with httpx.Client(base_url=base, headers={"X-API-Key": keys["grader"]}, timeout=300) as client:
-            for body in (example, extended):
+            for body in (example, extended, example):  # the example twice: two grade rows, one review item each leaf
                 response = client.post("/v1/grade", json=body)
                 assert response.status_code == 200, response.text
                 grades.append(response.json())
-        yield {"base": base, "keys": keys, "env": env, "example": grades[0], "extended": grades[1]}
+        assert grades[2]["grade_id"] != grades[0]["grade_id"]
+        yield {"base": base, "keys": keys, "env": env, "example": grades[0], "extended": grades[1],
+               "copy": grades[2]}
     finally:
         child.stop()
 
@@ -183,13 +187,14 @@ def test_two_reviewers_label_by_keyboard_and_the_evidence_is_highlighted(served:
     browser.get(f"{base}/review/grades/{extended['grade_id']}#leaf-requirement.0")
     wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "the grade page")
     leaf = browser.find_element(By.ID, "leaf-requirement.0")
-    assert "sim_inference.py" in leaf.find_element(By.CSS_SELECTOR, "table.diff caption").text
-    hits = leaf.find_elements(By.CSS_SELECTOR, "table.diff tr.hit")
+    cited = leaf.find_element(By.CSS_SELECTOR, "figure.cited")  # the best-matching piece of evidence
+    assert "sim_inference.py" in cited.find_element(By.CSS_SELECTOR, "table.diff caption").text
+    hits = cited.find_elements(By.CSS_SELECTOR, "table.diff tr.hit")
     numbers = [row.find_elements(By.CSS_SELECTOR, "td.no")[1].text for row in hits]
     # the quoted code: the three lines that load the model, within the hunk's new lines 126-131
     assert {"128", "129", "130"} <= set(numbers) <= {str(n) for n in range(126, 132)}, numbers
     assert "load_from_checkpoint" in " ".join(row.text for row in hits)
-    plain = leaf.find_elements(By.CSS_SELECTOR, "table.diff tr:not(.hit) td.code")
+    plain = cited.find_elements(By.CSS_SELECTOR, "table.diff tr:not(.hit) td.code")
     marked = hits[1].find_element(By.CSS_SELECTOR, "td.code").value_of_css_property("background-color")
     assert marked not in ("rgba(0, 0, 0, 0)", *(td.value_of_css_property("background-color") for td in plain))
     press(browser, "a")  # agree with the judge (pass) on the leaf the link pointed at
@@ -224,7 +229,6 @@ def test_two_reviewers_label_by_keyboard_and_the_evidence_is_highlighted(served:
     assert browser.find_element(By.CSS_SELECTOR, "a[rel=next]").text.startswith("next page")
     confidences = [float(c.text.split()[-1]) for c in browser.find_elements(By.CSS_SELECTOR, "section.leaf .conf")]
     assert confidences == sorted(confidences)
-    assert browser.save_screenshot(str(screenshots / "review-queue.png"))
 
     # `expjudge calibrate` on the stored labels: the judge against each reviewer, and the two reviewers.
     digest = JudgeFingerprint.model_validate(example["fingerprint"]).digest
@@ -235,3 +239,81 @@ def test_two_reviewers_label_by_keyboard_and_the_evidence_is_highlighted(served:
     assert f"stored verdicts of fingerprint {digest}" in measured.stdout
     assert "judge vs human cohen_kappa" in measured.stdout
     assert "human vs human (5 units)" in measured.stdout, measured.stdout
+
+
+def shot(browser: Any, element: Any, path: Path) -> None:
+    """Scroll `element` to the top of the window and save a screenshot."""
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'}); window.scrollBy(0, -8);", element)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(path))
+
+
+def test_a_failed_leaf_shows_what_the_judge_compared_and_two_grades_compare_side_by_side(
+        served: dict[str, Any], browser: Any, tmp_path: Path) -> None:
+    screenshots = Path(os.environ.get("EXPJUDGE_SCREENSHOT_DIR") or tmp_path)
+    from selenium.webdriver.common.by import By
+
+    base, keys, extended = served["base"], served["keys"], served["extended"]
+    log_in(browser, base, keys["ann"])
+    browser.get(f"{base}/review/grades/{extended['grade_id']}")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "the grade page")
+    task_panel = browser.find_element(By.CSS_SELECTOR, ".task-panel").text
+    assert "Do the sampled trajectories" in task_panel  # the task's question, above the leaves
+    browser.find_element(By.CSS_SELECTOR, "details.method summary").click()
+    assert "Problem Setup" in browser.find_element(By.CSS_SELECTOR, "details.method").text
+    browser.execute_script("window.scrollTo(0, 0)")
+    assert browser.save_screenshot(str(screenshots / "review-grade-task.png"))
+
+    # A failed requirement: its requirement, the code it was compared with (file, lines marked), the score.
+    failed = next(leaf for leaf in extended["leaves"] if leaf["template_id"] == "requirement"
+                  and leaf["verdict"] == "fail" and leaf["compared"])
+    closest = failed["compared"][0]
+    section = browser.find_element(By.ID, f"leaf-{failed['leaf_id']}")
+    assert failed["target"][:60] in section.find_element(By.CSS_SELECTOR, ".target").text
+    figure = section.find_element(By.CSS_SELECTOR, "figure.quote.compared")
+    caption = figure.find_element(By.CSS_SELECTOR, "figcaption").text
+    assert "compared, not cited" in caption and f"similarity {closest['similarity']:.2f}" in caption
+    path, lines = closest["location"].split(" ")[0].rsplit(":", 1)
+    first, last = (int(n) for n in lines.split("-"))
+    assert path.rsplit("/", 1)[-1] in figure.find_element(By.CSS_SELECTOR, "table.diff caption").text
+    marked = [int(row.find_elements(By.CSS_SELECTOR, "td.no")[1].text)
+              for row in figure.find_elements(By.CSS_SELECTOR, "table.diff tr.hit")]
+    assert marked and min(marked) >= first and max(marked) <= last, (marked, first, last)
+    shot(browser, section, screenshots / "review-failed-leaf.png")
+
+    # A failed design leaf: the design item it was compared with, where it stands in the design.
+    design = next(leaf for leaf in extended["leaves"] if leaf["stage"] == "design" and leaf["verdict"] == "fail"
+                  and leaf["compared"])
+    item = browser.find_element(By.ID, f"leaf-{design['leaf_id']}").find_element(By.CSS_SELECTOR,
+                                                                                "figure.quote.compared")
+    assert design["compared"][0]["location"] in item.text
+    assert item.find_element(By.CSS_SELECTOR, "mark").text.split()[:4] == design["compared"][0]["text"].split()[:4]
+
+    # The example graded twice: the copies compare side by side, and the queue holds each leaf once.
+    example, copy = served["example"], served["copy"]
+    browser.get(f"{base}/review/grades/{example['grade_id']}")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "the example")
+    browser.find_element(By.CSS_SELECTOR, f"a.compare[href*='{copy['grade_id']}']").click()
+    wait_for(lambda: "/review/compare" in browser.current_url, "the side-by-side page")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.compare.leaves tr[id^=cmp-]")
+    assert len(rows) == len(example["leaves"]) and not browser.find_elements(By.CSS_SELECTOR, "tr.differs")
+    assert browser.save_screenshot(str(screenshots / "review-compare.png"))
+    browser.get(f"{base}/review/queue")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "the queue")
+    shown = [(leaf.get_attribute("data-grade"), leaf.get_attribute("data-leaf"))
+             for leaf in browser.find_elements(By.CSS_SELECTOR, "section.leaf")]
+    assert not {grade for grade, _leaf in shown} & {example["grade_id"], copy["grade_id"]} - {
+        min(example["grade_id"], copy["grade_id"])}
+    twice = [item for item in browser.find_elements(By.CSS_SELECTOR, ".queue-item")
+             if "graded 2 times alike: one item" in item.text]
+    assert twice, "no item of the example graded twice in the queue"
+    shot(browser, twice[0], screenshots / "review-queue.png")
+
+    # Calibration from the page: the admin's button runs what `expjudge calibrate` runs, and stores it.
+    log_in(browser, base, keys["root"])
+    browser.get(f"{base}/review/calibration")
+    digest = JudgeFingerprint.model_validate(example["fingerprint"]).digest
+    browser.find_element(By.CSS_SELECTOR, f"button.run[data-fingerprint='{digest}']").click()
+    flash = wait_for(lambda: browser.find_elements(By.ID, "just-ran"), "the stored calibration run", timeout=120)
+    assert digest in flash[0].text and "units" in flash[0].text
+    assert browser.save_screenshot(str(screenshots / "review-calibration.png"))

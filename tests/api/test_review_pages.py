@@ -177,7 +177,7 @@ def test_the_grade_page_shows_evidence_in_place_and_both_verdict_and_labels(app:
     assert "agree (pass)" in leaf and 'data-key="a"' not in page.text.split('id="leaf-ran_to_completion"')[1]
     queue = client.get("/review/queue")
     order = re.findall(r'id="leaf-([^"]+)"', queue.text)
-    assert order == ["outcome_claim.0", "requirement.1", "requirement.0", "design_variable.0"]
+    assert order == ["outcome_claim.0", "requirement.1", "design_variable.1", "requirement.0", "design_variable.0"]
     with_unscored = re.findall(r'id="leaf-([^"]+)"', client.get("/review/queue?unscored=true").text)
     assert with_unscored[0] == "ran_to_completion"
 

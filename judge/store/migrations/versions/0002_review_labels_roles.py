@@ -153,7 +153,7 @@ def _index_stored_grades() -> None:
         for grade in batch:
             leaves = json.loads(grade.grade_json).get("leaves") or []
             rows.extend(leaf_rows(grade.tenant, grade.grade_id, grade.task_id, grade.fingerprint_digest, leaves))
-        insert_leaf_rows(connection, rows)
+        insert_leaf_rows(connection, rows, with_copies=False)
         last = batch[-1].seq
 
 
