@@ -275,7 +275,7 @@ def restatement_diff(path: str, requirements: list[str], docstring: bool) -> str
 
 async def measure(case: GoldCase, grader: Grader) -> tuple[dict[str, float], dict[str, Any]]:
     """Counters of one task for (a)-(e), and a per-task record for the JSON."""
-    task, c = case.task, defaultdict(float)
+    task, c = case.task, defaultdict[str, float](float)
     c["tasks"] = 1
 
     def submission(kind: str, diff: str) -> Submission:
