@@ -82,7 +82,7 @@ class GradeRequest(GradeSpec, GradeRequestItem):
             "example": {
                 "task": {"task_id": "demo:0", "requirements": ["Compute the JSD over torsion angles"]},
                 "submission": {"submission_id": "run-1", "diff": "", "conclusion": "JSD is 0.1."},
-                "rubric": "expbench-v1",
+                "rubric": "expbench-v2",
                 "judge": "embedded",
             }
         },

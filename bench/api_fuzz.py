@@ -22,18 +22,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from judge.devtools.local_services import scratch_database, start_openai_stub, start_service  # noqa: E402
-from judge.store import Store  # noqa: E402
+from judge.store import with_store  # noqa: E402
 from tests.api.conftest import service_env  # noqa: E402
 from tests.api.fuzz_support import fuzz  # noqa: E402
 
 
 async def _key(url: str) -> str:
-    store = Store(url)
-    try:
-        await store.migrate()
-        return (await store.api_keys.create("fuzz"))[1]
-    finally:
-        await store.close()
+    return (await with_store(url, lambda store: store.api_keys.create("fuzz")))[1]
 
 
 def run(database: str, examples: int, seed: int, logs: Path, stub: str) -> int:

@@ -41,7 +41,7 @@ from judge.devtools.local_services import (  # noqa: E402
     start_openai_stub,
     start_service,
 )
-from judge.store import Store  # noqa: E402
+from judge.store import with_store  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench"))
 from client_floor import floor_line, measure_floor  # noqa: E402
@@ -80,12 +80,7 @@ def _bodies(count: int, judge: str) -> list[bytes]:
 
 
 async def _create_key(database_url: str) -> str:
-    store = Store(database_url)
-    try:
-        await store.migrate()
-        return (await store.api_keys.create("bench"))[1]
-    finally:
-        await store.close()
+    return (await with_store(database_url, lambda store: store.api_keys.create("bench")))[1]
 
 
 async def _drive(base: str, key: str, bodies: list[bytes], clients: int) -> tuple[list[dict[str, Any]], float]:

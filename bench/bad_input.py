@@ -178,15 +178,10 @@ def main() -> None:
 def _create_key(url: str) -> str:
     import asyncio
 
-    from judge.store import Store
+    from judge.store import with_store
 
     async def create() -> str:
-        store = Store(url)
-        try:
-            await store.migrate()
-            return (await store.api_keys.create("bad-input"))[1]
-        finally:
-            await store.close()
+        return (await with_store(url, lambda store: store.api_keys.create("bad-input")))[1]
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return asyncio.run(create())

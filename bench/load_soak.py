@@ -39,7 +39,7 @@ from judge.devtools.local_services import (  # noqa: E402
     start_openai_stub,
     start_service,
 )
-from judge.store import Store  # noqa: E402
+from judge.store import with_store  # noqa: E402
 
 EXAMPLE = json.loads((REPO / "examples" / "grade_request.json").read_text())
 
@@ -108,12 +108,7 @@ async def _stored(url: str, tenant: str) -> Counter[str]:
 
 
 async def _key(url: str) -> str:
-    store = Store(url)
-    try:
-        await store.migrate()
-        return (await store.api_keys.create("soak"))[1]
-    finally:
-        await store.close()
+    return (await with_store(url, lambda store: store.api_keys.create("soak")))[1]
 
 
 def _percentile(values: list[float], q: float) -> float:

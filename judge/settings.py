@@ -10,6 +10,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The rubric a grade uses when none is named: expbench-v2 decides requirements with the learned models
+# trained on the papers' own code (bench/train_requirement_model.py); expbench-v1 keeps hand thresholds.
+DEFAULT_RUBRIC = "expbench-v2"
 
 
 class Settings(BaseSettings):
@@ -18,7 +21,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="EXPJUDGE_", extra="ignore")
 
     rubrics_dir: Path = Field(default=REPO_ROOT / "rubrics", description="Where rubric YAML files live.")
-    default_rubric: str = "expbench-v1"
+    default_rubric: str = DEFAULT_RUBRIC
     database_url: str = Field(
         default_factory=lambda: f"sqlite+aiosqlite:///{Path.home() / '.expjudge' / 'expjudge.db'}",
         description="SQLAlchemy async URL; PostgreSQL for shared deployments.",

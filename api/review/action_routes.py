@@ -13,8 +13,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
-from api.deps import ServiceDep
-from api.review.auth import COOKIE_PATH, csrf_ok, current_viewer
+from api.deps import Service, ServiceDep
+from api.review.auth import COOKIE_PATH, Viewer, csrf_ok, current_viewer
 from api.review.html import message_page, query
 from api.review.session_routes import LOGIN_PATH, redirect
 from judge.errors import InputError
@@ -23,6 +23,16 @@ from judge.store.review_assignments import MAX_ASSIGNEE, assign
 router = APIRouter(include_in_schema=False)
 CALIBRATION_RESAMPLES = 1000
 """Bootstrap resamples of a calibration run from the page: the CLI's default."""
+
+
+async def _posting_viewer(request: Request, service: Service, csrf_token: str) -> Viewer | Response:
+    """The logged-in viewer of a form post that carries the session's CSRF token, else the answer to give."""
+    viewer = await current_viewer(request, service)
+    if viewer is None:
+        return redirect(LOGIN_PATH)
+    if not csrf_ok(request, viewer.csrf, csrf_token):
+        return message_page(403, "Refused", "The request carried no valid CSRF token.", viewer=viewer)
+    return viewer
 
 
 def _back(target: str, fallback: str) -> str:
@@ -40,11 +50,9 @@ async def assign_item(
     back: Annotated[str, Form(max_length=2048)] = "",
 ) -> Response:
     """Assign a queue item (every copy of the leaf) to a rater, or unassign it (empty assignee)."""
-    viewer = await current_viewer(request, service)
-    if viewer is None:
-        return redirect(LOGIN_PATH)
-    if not csrf_ok(request, viewer.csrf, csrf_token):
-        return message_page(403, "Refused", "The request carried no valid CSRF token.", viewer=viewer)
+    viewer = await _posting_viewer(request, service, csrf_token)
+    if not isinstance(viewer, Viewer):
+        return viewer
     try:
         key = await assign(service.store, viewer.identity, grade_id, leaf_id, assignee)
     except InputError as exc:
@@ -63,11 +71,9 @@ async def run_calibration(
     csrf_token: Annotated[str, Form(max_length=128)] = "",
 ) -> Response:
     """Measure the verdicts stored under a fingerprint on the tenant's labels and store the run (admins)."""
-    viewer = await current_viewer(request, service)
-    if viewer is None:
-        return redirect(LOGIN_PATH)
-    if not csrf_ok(request, viewer.csrf, csrf_token):
-        return message_page(403, "Refused", "The request carried no valid CSRF token.", viewer=viewer)
+    viewer = await _posting_viewer(request, service, csrf_token)
+    if not isinstance(viewer, Viewer):
+        return viewer
     if not viewer.identity.sees_all_labels:
         return message_page(403, "Refused", "Running a calibration reads every rater's labels: it needs an admin "
                             "key.", viewer=viewer)

@@ -17,6 +17,7 @@ from judge.errors import MalformedDiffError
 from judge.grading import upstream_down
 from judge.grading_service import ServedGrade
 from judge.models import Grade, Rubric, Submission, Task
+from judge.settings import DEFAULT_RUBRIC
 
 _VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored": "magenta"}
 
@@ -149,7 +150,7 @@ def grade_command(
     task_index: Annotated[
         int | None, typer.Option("--task-index", help="Which task of a multi-task file.")
     ] = None,
-    rubric: Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")] = "expbench-v1",
+    rubric: Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")] = DEFAULT_RUBRIC,
     judge: Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")] = "embedded",
     samples: Annotated[
         int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")

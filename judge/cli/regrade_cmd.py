@@ -15,6 +15,7 @@ from rich.text import Text
 from judge.cli.app import app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
+from judge.settings import DEFAULT_RUBRIC
 
 # Rows of the dry-run table printed; every row is in DIR/estimate.csv.
 _MAX_TABLE_ROWS = 40
@@ -103,7 +104,7 @@ def regrade_command(
     out: Annotated[Path, typer.Option("--out", help="Output folder (grades.jsonl, runs.csv/.parquet, changes.*).")],
     judge: Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")] = "embedded",
     samples: Annotated[int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")] = 1,
-    rubric: Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")] = "expbench-v1",
+    rubric: Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")] = DEFAULT_RUBRIC,
     tasks_dir: Annotated[
         Path | None, typer.Option("--tasks-dir", help="Where <paper>_complete_final.json files are.")
     ] = None,

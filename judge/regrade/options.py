@@ -12,7 +12,7 @@ from judge.models import JudgeFingerprint, Usage
 from judge.regrade.costing import Price, RunEstimate
 from judge.regrade.export import RunRecord
 from judge.regrade.sources import Discovery
-from judge.settings import Settings
+from judge.settings import DEFAULT_RUBRIC, Settings
 
 
 @dataclass
@@ -23,7 +23,7 @@ class RegradeOptions:
     out_dir: Path
     judge: str = EMBEDDED
     samples: int = 1
-    rubric: str = "expbench-v1"
+    rubric: str = DEFAULT_RUBRIC
     tasks_dir: Path | None = None
     dry_run: bool = False
     max_cost: float | None = None

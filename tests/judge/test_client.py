@@ -27,7 +27,7 @@ from judge.client_models import (
 )
 from judge.devtools.local_services import LOOPBACK, offline_env, start_openai_stub, start_service
 from judge.models import Grade, Submission, Task
-from judge.store import Store
+from judge.store import with_store
 
 EXAMPLE = json.loads((Path(__file__).resolve().parents[2] / "examples" / "grade_request.json").read_text())
 
@@ -40,12 +40,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, s
     url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('client-db') / 'store.db'}"
 
     async def key() -> str:
-        store = Store(url)
-        try:
-            await store.migrate()
-            return (await store.api_keys.create("client-tests"))[1]
-        finally:
-            await store.close()
+        return (await with_store(url, lambda store: store.api_keys.create("client-tests")))[1]
 
     api_key = asyncio.run(key())
     env = offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true", EXPJUDGE_LLM_API_BASE=f"{stub_base}/v1",

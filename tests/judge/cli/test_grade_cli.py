@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from judge.cli.main import _register_commands, app
 from judge.schemas import SCHEMAS_DIR, json_schema
+from judge.settings import DEFAULT_RUBRIC
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE_TASK = REPO / "examples" / "expbench" / "93022_complete_final.json"
@@ -32,7 +33,7 @@ def test_json_output_validates_against_the_published_schema() -> None:
     data = json.loads(out)
     published = json.loads((SCHEMAS_DIR / "grade.schema.json").read_text())
     jsonschema.validate(data, published)
-    assert data["fingerprint"]["rubric_id"] == "expbench-v1" and len(data["fingerprint"]["rubric_hash"]) == 64
+    assert data["fingerprint"]["rubric_id"] == DEFAULT_RUBRIC and len(data["fingerprint"]["rubric_hash"]) == 64
     assert {leaf["verdict"] for leaf in data["leaves"]} <= {"pass", "fail", "partial", "unscored"}
     assert any(q["verified"] for leaf in data["leaves"] for q in leaf["evidence"])
     assert set(data["metrics"]) >= {"D", "I", "E", "C", "all_correct"}
@@ -107,7 +108,7 @@ def test_grade_reports_whether_its_fingerprint_is_calibrated(tmp_path: Path) -> 
             "--database-url", url]
     code, out, _ = grade(*args)
     assert code == 0 and json.loads(out)["calibration"]["calibrated"] is False
-    fingerprint = fingerprint_for(load_rubric("expbench-v1"), EmbeddedJudge())
+    fingerprint = fingerprint_for(load_rubric(DEFAULT_RUBRIC), EmbeddedJudge())
 
     def run(n_pass: int, n_fail: int, when: datetime) -> CalibrationRecord:
         counts = {"pass": n_pass, "fail": n_fail}
