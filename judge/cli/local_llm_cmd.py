@@ -3,33 +3,59 @@
 from __future__ import annotations
 
 import signal
+import sys
 from types import FrameType
 
 import typer
 
 from judge.cli.app import app
 from judge.errors import JudgeConfigError
-from judge.local_llm import DEFAULT_N_CTX, LocalModelServer, LocalServerDiedError
+from judge.local_llm import DEFAULT_LOCAL_MODEL, DEFAULT_N_CTX, LOCAL_MODELS, LocalModelServer, LocalServerDiedError
 
 local_llm_app = typer.Typer(
-    help="The local model (SmolLM2 via llama-cpp-python) for the LLM judge.", no_args_is_help=True
+    help="A local model (SmolLM2 or Qwen2.5-Coder via llama-cpp-python) for the LLM judge.", no_args_is_help=True
 )
+
+
+class _FileProgress:
+    """Prints how far assembling or verifying the coder model's file is, every quarter, on stderr."""
+
+    def __init__(self) -> None:
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        quarter = done * 4 // max(total, 1)
+        if quarter != self.shown:
+            self.shown = quarter
+            print(f"model file: {done / 2**20:,.0f} of {total / 2**20:,.0f} MiB checked", file=sys.stderr, flush=True)
 app.add_typer(local_llm_app, name="local-llm")
 
 
 @local_llm_app.command("serve")
 def serve(
+    model: str = typer.Option(DEFAULT_LOCAL_MODEL, "--model",
+                              help=f"Which local model: {' or '.join(LOCAL_MODELS)} (SmolLM2-135M, fast, cannot "
+                                   "grade well; Qwen2.5-Coder-1.5B from the coder-model extra, verified by SHA-256)."),
     port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (0: pick a free one)."),
     n_ctx: int = typer.Option(DEFAULT_N_CTX, "--n-ctx", help="Context window in tokens."),
     n_threads: int = typer.Option(2, "--n-threads", help="CPU threads."),
 ) -> None:
-    """Serve SmolLM2 on loopback until Ctrl-C; prints the --judge model and API base to use.
+    """Serve a local model on loopback until Ctrl-C; prints the --judge model and API base to use.
+
+    The coder model's file is assembled from its packages at first use and checked against its recorded
+    SHA-256 at every start; the --judge model string it prints carries that hash into every grade.
 
     If the server process dies (it exits or a signal kills it, e.g. SIGILL from a llama-cpp-python
     built for another CPU), the command says so at once, with the exit code or signal and the server's
     log tail, and exits 1 instead of leaving a dead port behind a live-looking command.
     """
-    server = LocalModelServer(port=port or None, n_ctx=n_ctx, n_threads=n_threads)
+    if model not in LOCAL_MODELS:
+        typer.echo(f"error: unknown model {model!r}; choose one of {', '.join(LOCAL_MODELS)}", err=True)
+        raise typer.Exit(code=2)
+    # Loading 1.1 GB and a first token on busy cores can take minutes; SmolLM2 keeps the short default.
+    server = LocalModelServer(local_model=model, port=port or None, n_ctx=n_ctx, n_threads=n_threads,
+                              startup_timeout=300 if model == "coder" else 60,
+                              progress=_FileProgress() if model == "coder" else None)
     try:
         server.start()
     except JudgeConfigError as exc:

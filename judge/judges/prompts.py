@@ -2,8 +2,10 @@
 
 A call carries leaves of one stage. The system message (trusted) states the rules and each
 rubric criterion once, with its labels or anchored levels; the user message shows the
-agent's evidence, each distinct snippet once, fenced (see prompt_fencing), then one line
-per leaf: its ground-truth target, the ids of its evidence blocks and mechanical facts.
+agent's evidence, each distinct snippet once, fenced (see prompt_fencing), then the task's reference
+spans the leaves are judged against, if any (see prompt_reference), then one line per leaf: its
+ground-truth target, the ids of its evidence and reference blocks and mechanical facts. Code comes
+first and questions last, so calls of one grade share their longest prefix in a server's prompt cache.
 A leaf sees only the evidence aligned to it; a hunk several requirements share is printed
 once and referred to by id. Leaves are packed greedily into as few calls as fit the
 token budget; the whole diff is never pasted, and nothing is truncated unless one leaf's
@@ -22,9 +24,11 @@ from judge.checks.registry import CHECKS
 from judge.evidence.types import AlignedSnippet, LeafEvidence
 from judge.judges.llm_schemas import SCHEMA_VERSION, labels_for
 from judge.judges.prompt_fencing import FENCE_RULE, fence, looks_like_injection, neutralise
+from judge.judges.prompt_reference import REFERENCE_RULE, fence_reference, leaf_references, reference_key
+from judge.judges.prompt_reference import hash_parts as reference_hash_parts
 from judge.models import Leaf, Stage, content_hash
 
-PROMPT_VERSION = "llm-judge-v2"
+PROMPT_VERSION = "llm-judge-v3"
 
 # Checks the LLM judge decides; every other check is deterministic and goes to the fallback.
 
@@ -51,7 +55,9 @@ CRITERION_TEMPLATE = "{cid}: {criterion}\n  {answers}"
 BINARY_ANSWERS = "verdict: pass = the criterion is met; fail = it is not"
 LEVEL_TEMPLATE = "{label} ({score:g}): {anchor}"
 USER_TEMPLATE = "Evidence:\n{evidence}\nLeaves:\n{leaves}"
-LEAF_TEMPLATE = "{alias} [{cid}] target: {target}{meta} | evidence: {refs}{facts}"
+USER_REFERENCE_TEMPLATE = "Evidence:\n{evidence}\nReference implementation:\n{reference}\nLeaves:\n{leaves}"
+LEAF_TEMPLATE = "{alias} [{cid}] target: {target}{meta} | evidence: {refs}{reference}{facts}"
+LEAF_REFERENCE = " | reference: {ids}"
 NO_EVIDENCE = "(no evidence blocks)"
 CUT_MARK = "[... {lines} more lines not shown]"
 TOOL_NAME = "GradeLeaves"
@@ -70,7 +76,10 @@ def prompt_hash() -> str:
         *(check.llm_answers for check in CHECKS if check.llm_answers),
         LEVEL_TEMPLATE,
         USER_TEMPLATE,
+        USER_REFERENCE_TEMPLATE,
         LEAF_TEMPLATE,
+        LEAF_REFERENCE,
+        *reference_hash_parts(),
         NO_EVIDENCE,
         CUT_MARK,
         FENCE_RULE,
@@ -143,6 +152,14 @@ def _fence_meta(snippet: AlignedSnippet) -> str:
 
 def _snippet_key(snippet: AlignedSnippet) -> tuple[str, str, str]:
     return (snippet.source, snippet.location or "", snippet.text)
+
+
+# The tally key of what a call with any reference block pays once: the reference rule and section title.
+_REFERENCE_SHARED = ("reference-rule", "", "")
+
+
+def _leaf_reference(ids: list[str]) -> str:
+    return LEAF_REFERENCE.format(ids=", ".join(ids)) if ids else ""
 
 
 @dataclass
@@ -265,8 +282,14 @@ class PromptBuilder:
             return known[1]
         leaf = item.leaf
         blocks = {_snippet_key(s): self._count(self._fence(s, "E0")) for s in item.snippets}
+        refs = ", ".join("E0" for _ in blocks) or "none"
+        references = leaf_references(item)
+        for span in references:
+            blocks[reference_key(span)] = self._count(fence_reference(span, "R0"))
+        if references:  # the rule and the section title: once per call, like a shared block
+            blocks[_REFERENCE_SHARED] = self._count(f"{REFERENCE_RULE}\nReference implementation:\n")
         line = LEAF_TEMPLATE.format(alias="L0", cid="C0", target=json.dumps(_one_line(leaf.target), ensure_ascii=False),
-                                    meta="", refs=", ".join("E0" for _ in blocks) or "none",
+                                    meta="", refs=refs, reference=_leaf_reference(["R0"] * len(references)),
                                     facts=_render_facts(item.facts))
         cost = _ItemCost(self._criterion_key(leaf), self._count(_criterion_block("C0", leaf)), blocks,
                          self._count(line))
@@ -276,10 +299,12 @@ class PromptBuilder:
     def _alone(self, item: LeafEvidence) -> int:
         return self._base_tokens() + _Tally().added_by(self._item_cost(item))
 
-    def _parts(self, batch: Sequence[LeafEvidence]) -> tuple[str, list[str], list[str]]:
+    def _parts(self, batch: Sequence[LeafEvidence]) -> tuple[str, list[str], list[str], list[str]]:
         criteria: dict[str, str] = {}
         blocks: dict[tuple[str, str, str], str] = {}
         block_ids: dict[tuple[str, str, str], str] = {}
+        reference_blocks: dict[tuple[str, str, str], str] = {}
+        reference_ids: dict[tuple[str, str, str], str] = {}
         lines: list[str] = []
         for index, item in enumerate(batch, start=1):
             leaf = item.leaf
@@ -295,6 +320,14 @@ class PromptBuilder:
                     blocks[key] = self._fence(snippet, block_ids[key])
                 if block_ids[key] not in refs:
                     refs.append(block_ids[key])
+            shown: list[str] = []
+            for span in leaf_references(item):
+                key = reference_key(span)
+                if key not in reference_ids:
+                    reference_ids[key] = f"R{len(reference_ids) + 1}"
+                    reference_blocks[key] = fence_reference(span, reference_ids[key])
+                if reference_ids[key] not in shown:
+                    shown.append(reference_ids[key])
             role = leaf.target_meta.get("role")
             meta = f" (role: {role})" if role and str(role) not in leaf.target else ""
             lines.append(
@@ -304,14 +337,16 @@ class PromptBuilder:
                     target=json.dumps(_one_line(leaf.target), ensure_ascii=False),
                     meta=meta,
                     refs=", ".join(refs) if refs else "none",
+                    reference=_leaf_reference(shown),
                     facts=_render_facts(item.facts),
                 )
             )
         stage = " and ".join(dict.fromkeys(item.leaf.stage for item in batch)) if batch else "submission"
+        rules = f"{FENCE_RULE}\n{REFERENCE_RULE}" if reference_blocks else FENCE_RULE
         system = SYSTEM_TEMPLATE.format(
-            stage=stage, fence_rule=FENCE_RULE, tool=TOOL_NAME, criteria="\n".join(criteria.values())
+            stage=stage, fence_rule=rules, tool=TOOL_NAME, criteria="\n".join(criteria.values())
         )
-        return system, list(blocks.values()), lines
+        return system, list(blocks.values()), list(reference_blocks.values()), lines
 
     def _fence(self, snippet: AlignedSnippet, block_id: str) -> str:
         # Estimating re-renders a growing batch; fencing (neutralise + hash) is memoised.
@@ -321,8 +356,13 @@ class PromptBuilder:
         return self._fenced[key]
 
     def _render(self, batch: list[LeafEvidence], cut: set[str], estimated_tokens: int) -> CallPlan:
-        system, blocks, lines = self._parts(batch)
-        user = USER_TEMPLATE.format(evidence="\n".join(blocks) if blocks else NO_EVIDENCE, leaves="\n".join(lines))
+        system, blocks, references, lines = self._parts(batch)
+        evidence = "\n".join(blocks) if blocks else NO_EVIDENCE
+        if references:  # the agent's code, then the reference, then the questions (see the module docstring)
+            user = USER_REFERENCE_TEMPLATE.format(evidence=evidence, reference="\n".join(references),
+                                                  leaves="\n".join(lines))
+        else:
+            user = USER_TEMPLATE.format(evidence=evidence, leaves="\n".join(lines))
         aliases = {f"L{i}": item.leaf.id for i, item in enumerate(batch, start=1)}
         labels = {f"L{i}": labels_for(item.leaf) for i, item in enumerate(batch, start=1)}
         flags: dict[str, list[str]] = {}
