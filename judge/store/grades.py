@@ -289,7 +289,8 @@ class GradeStore:
             insert_leaf_rows(connection, [
                 leaf for row, (_key, grade, _text) in zip(rows, items, strict=True)
                 if stored[row["run_key"]] == row["grade_id"]
-                for leaf in leaf_rows(tenant, row["grade_id"], row["task_id"], fingerprint_digest, grade["leaves"])
+                for leaf in leaf_rows(tenant, row["grade_id"], row["task_id"], fingerprint_digest, grade["leaves"],
+                                      content_hashes=(row["task_hash"], row["submission_hash"]))
             ])
             return [SavedGrade(grade_id=stored[row["run_key"]], created=stored[row["run_key"]] == row["grade_id"])
                     for row in rows]

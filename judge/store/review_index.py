@@ -13,11 +13,12 @@ copy (`judge.store.labels`), and a copy stored later inherits the labels its twi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import aliased
 
 from judge.models import Grade
 from judge.models.claim_labels import CLAIM_LABELS, LABEL_FLAG
@@ -58,15 +59,21 @@ def judge_label(template_id: str, verdict: str, flags: Sequence[str], reason_cod
 
 
 def leaf_rows(
-    tenant: str, grade_id: str, task_id: str, fingerprint_digest: str, leaves: Iterable[Mapping[str, Any]]
+    tenant: str, grade_id: str, task_id: str, fingerprint_digest: str, leaves: Iterable[Mapping[str, Any]],
+    *, content_hashes: tuple[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The index rows of one grade's leaves, given as JSON objects (a grade's `leaves`)."""
+    """The index rows of one grade's leaves, given as JSON objects (a grade's `leaves`).
+
+    With `content_hashes` (the grade's task and submission hashes) each row carries its content key, so
+    `insert_leaf_rows` need not read them back from the grade row.
+    """
+    keys = _content_keys(*content_hashes, fingerprint_digest) if content_hashes is not None else None
     rows = []
     for position, leaf in enumerate(leaves):
         confidence = leaf.get("confidence")
         template_id = str(leaf.get("template_id", ""))
         verdict = str(leaf.get("verdict", "unscored"))
-        rows.append({
+        row = {
             "grade_id": grade_id,
             "position": position,
             "tenant": tenant,
@@ -83,7 +90,10 @@ def leaf_rows(
             "n_disagree": 0,
             "raters_split": False,
             "dis_rank": 0,
-        })
+        }
+        if keys is not None:
+            row["content_key"] = keys(str(row["leaf_id"]))
+        rows.append(row)
     return rows
 
 
@@ -94,13 +104,25 @@ def grade_leaf_rows(tenant: str, grade: Grade) -> list[dict[str, Any]]:
          "confidence": leaf.confidence, "flags": leaf.flags, "reason_code": leaf.reason_code}
         for leaf in grade.leaves
     )
-    return leaf_rows(tenant, grade.grade_id, grade.task_id, grade.fingerprint.digest, leaves)
+    return leaf_rows(tenant, grade.grade_id, grade.task_id, grade.fingerprint.digest, leaves,
+                     content_hashes=(grade.task_hash, grade.submission_hash))
 
 
 def content_key(task_hash: str, submission_hash: str, fingerprint_digest: str, leaf_id: str) -> str:
     """The review item a leaf is: equal for every grade of the same task, submission and judge fingerprint."""
-    text = "\x1f".join((task_hash, submission_hash, fingerprint_digest, leaf_id))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return _content_keys(task_hash, submission_hash, fingerprint_digest)(leaf_id)
+
+
+def _content_keys(task_hash: str, submission_hash: str, fingerprint_digest: str) -> Callable[[str], str]:
+    """`content_key` for the leaves of one grade: the shared prefix is hashed once, not once per leaf."""
+    prefix = hashlib.sha256("\x1f".join((task_hash, submission_hash, fingerprint_digest, "")).encode())
+
+    def key(leaf_id: str) -> str:
+        digest = prefix.copy()
+        digest.update(leaf_id.encode())
+        return digest.hexdigest()[:32]
+
+    return key
 
 
 def _grade_facts(connection: Connection, grade_ids: set[str]) -> dict[str, tuple[str, str, str]]:
@@ -123,11 +145,12 @@ def insert_leaf_rows(connection: Connection, rows: Sequence[dict[str, Any]], *, 
     """
     if not rows:
         return
-    if with_copies:
-        facts = _grade_facts(connection, {row["grade_id"] for row in rows})
+    missing = {row["grade_id"] for row in rows if "content_key" not in row} if with_copies else set()
+    if missing:  # rows made without their grade's hashes: read them from the grade rows
+        facts = _grade_facts(connection, missing)
         rows = [{**row, "content_key": content_key(facts[row["grade_id"]][0], facts[row["grade_id"]][1],
                                                    row["fingerprint_digest"], row["leaf_id"])}
-                if row["grade_id"] in facts else row for row in rows]
+                if row["grade_id"] in facts and "content_key" not in row else row for row in rows]
     module = postgresql if connection.dialect.name == "postgresql" else sqlite
     statement = module.insert(ReviewLeafRow).on_conflict_do_nothing(index_elements=["grade_id", "position"])
     for start in range(0, len(rows), _CHUNK):
@@ -147,16 +170,21 @@ def inherit_labels(connection: Connection, rows: Sequence[Mapping[str, Any]]) ->
         by_key.setdefault((row["tenant"], row["content_key"]), []).append(row)
     if not by_key:
         return 0
-    tenants = {tenant for tenant, _key in by_key}
-    keys = sorted({key for _tenant, key in by_key})
+    tenants = sorted({tenant for tenant, _key in by_key})
+    # A tenant nobody has labelled for (most stores, every unlabelled grade) costs one index probe.
+    if connection.execute(select(LabelRow.label_id).where(LabelRow.tenant.in_(tenants)).limit(1)).first() is None:
+        return 0
+    # The copies are found through the new rows' grades (a few ids), not an IN list of every leaf's key.
+    new, twin = aliased(ReviewLeafRow), aliased(ReviewLeafRow)
+    grade_ids = sorted({row["grade_id"] for group in by_key.values() for row in group})
     found: list[Any] = []
-    for start in range(0, len(keys), _CHUNK):
+    for start in range(0, len(grade_ids), _CHUNK):
         found += connection.execute(
-            select(LabelRow.__table__, ReviewLeafRow.content_key)
-            .join(ReviewLeafRow, (ReviewLeafRow.grade_id == LabelRow.grade_id)
-                  & (ReviewLeafRow.leaf_id == LabelRow.leaf_id))
-            .where(ReviewLeafRow.tenant.in_(tenants), LabelRow.tenant == ReviewLeafRow.tenant,
-                   ReviewLeafRow.content_key.in_(keys[start : start + _CHUNK]))
+            select(LabelRow.__table__, twin.content_key)
+            .join(twin, (twin.grade_id == LabelRow.grade_id) & (twin.leaf_id == LabelRow.leaf_id)
+                  & (twin.tenant == LabelRow.tenant))
+            .join(new, (new.tenant == twin.tenant) & (new.content_key == twin.content_key))
+            .where(new.grade_id.in_(grade_ids[start : start + _CHUNK]))
         ).all()
     if not found:
         return 0

@@ -14,6 +14,7 @@ from judge.groundtruth_submission import submission_from_ground_truth
 from judge.judges.registry import build_judge
 from judge.loaders.native import parse_submission
 from judge.rubric_loader import load_rubric
+from judge.settings import DEFAULT_RUBRIC
 from tests.judge.regrade.conftest import expbench_task
 
 inspect_ai = pytest.importorskip("inspect_ai")  # the optional extra `inspect`
@@ -47,14 +48,14 @@ def test_inspect_eval_scores_samples_with_expjudge(tmp_path: Path) -> None:
     completion = log.samples[0].output.completion if log.samples else ""
     direct = asyncio.run(grade_async(task, parse_submission(
         {**submission, "submission_id": "inspect-graded-epoch1", "conclusion": completion}, field="submission"),
-        rubric=load_rubric("expbench-v1"), judge=build_judge("embedded")))
+        rubric=load_rubric(DEFAULT_RUBRIC), judge=build_judge("embedded")))
     expected = {"D": direct.metrics.D, "I": direct.metrics.I, "E": float(bool(direct.metrics.E)),
                 "C": float(bool(direct.metrics.C))}
     assert {key: graded.value[key] for key in ("D", "I", "E", "C")} == expected
     assert graded.value["D"] > 0 and graded.value["I"] > 0 and graded.value["E"] == 1.0
     assert graded.value["C"] == 0.0  # the mock model's completion is the conclusion: it states no expected claim
     assert len(graded.metadata["fingerprint"]) == 16 and len(graded.metadata["grade_id"]) == 32
-    assert graded.metadata["rubric"] == "expbench-v1@1.0.0"
+    assert graded.metadata["rubric"] == f"{DEFAULT_RUBRIC}@{load_rubric(DEFAULT_RUBRIC).version}"
     unscored = scores["nothing"]
     assert isinstance(unscored.value, float) and math.isnan(unscored.value)
     assert unscored.reason == "scoring_failed" and "no leaf could be scored" in (unscored.explanation or "")
