@@ -5,16 +5,21 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from fastapi.testclient import TestClient
 
+from api.app import create_app
+from judge.devtools.local_services import scratch_database
 from judge.grading import fingerprint_for
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import EvidenceQuote, ExpBenchMetrics, Grade, JudgeFingerprint, LeafResult, StageScore
 from judge.rubric_loader import load_rubric
+from judge.settings import Settings
 from judge.store import ItemOutcome, Store
 from judge.store.review_records import Role
 from tests.html_injection import PAYLOADS
@@ -148,3 +153,17 @@ def review_grade(*, text: str = "", task_id: str = "93022:0", agent: str = "curi
         error_labels=[f"taxonomy {text}"] if text else [], integrity_flags=[f"integrity {text}"] if text else [],
         warnings=[f"warning {text}"] if text else [],
     )
+
+
+def serve_review_app(database: str, folder: Path) -> Iterator[ReviewApp]:
+    """The app with auth on, over a fresh SQLite file in `folder` or a scratch PostgreSQL database."""
+    sqlite_url = f"sqlite+aiosqlite:///{folder / 'store.db'}"
+    with scratch_database() if database == "postgres" else nullcontext(sqlite_url) as url:
+        settings = Settings(database_url=url, auth_enabled=True, rubrics_dir=Path("rubrics").resolve())
+        with TestClient(create_app(settings), base_url="http://testserver") as client:
+            yield ReviewApp(client, client.app.state.service.store)  # type: ignore[attr-defined]
+
+
+def tenant() -> str:
+    """A tenant of its own for one test."""
+    return f"lab-{uuid.uuid4().hex[:8]}"

@@ -15,16 +15,14 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Connection, text
 
-from api.app import create_app
 from judge.devtools.local_services import scratch_database
 from judge.models import Grade
-from judge.settings import Settings
 from judge.store import Store
 from judge.store.clock import utcnow
 from judge.store.migrate import downgrade_on, head_revision, upgrade_on
 from judge.store.review_index import insert_leaf_rows, leaf_rows
 from judge.store.review_records import KeyIdentity
-from tests.api.review_support import DIFF, ReviewApp, review_grade
+from tests.api.review_support import DIFF, ReviewApp, review_grade, serve_review_app, tenant
 
 TASK: dict[str, Any] = {"task_id": "93022:0", "question": "Does loading the checkpoint change the eval score?",
         "method": "Load the pre-trained checkpoint, then evaluate it on the held-out split.",
@@ -37,15 +35,7 @@ JSON = {"Accept": "application/json"}
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReviewApp]:
-    sqlite_url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('items') / 'store.db'}"
-    with scratch_database() if request.param == "postgres" else nullcontext(sqlite_url) as url:
-        settings = Settings(database_url=url, auth_enabled=True, rubrics_dir=Path("rubrics").resolve())
-        with TestClient(create_app(settings), base_url="http://testserver") as client:
-            yield ReviewApp(client, client.app.state.service.store)  # type: ignore[attr-defined]
-
-
-def tenant() -> str:
-    return f"lab-{uuid.uuid4().hex[:8]}"
+    yield from serve_review_app(request.param, tmp_path_factory.mktemp("items"))
 
 
 def copies_of(app: ReviewApp, owner: str, grade: Grade, n: int) -> list[Grade]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
-from contextlib import nullcontext
 from pathlib import Path
 from urllib.parse import quote
 
@@ -14,10 +13,18 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from api.app import create_app
-from judge.devtools.local_services import scratch_database
 from judge.settings import Settings
 from judge.store import CalibrationRecord
-from tests.api.review_support import COLUMN_SAFE, CONTROL, DIFF, HOSTILE, ReviewApp, review_grade
+from tests.api.review_support import (
+    COLUMN_SAFE,
+    CONTROL,
+    DIFF,
+    HOSTILE,
+    ReviewApp,
+    review_grade,
+    serve_review_app,
+    tenant,
+)
 from tests.html_injection import PAYLOADS, assert_no_injection
 
 OUR_SCRIPT = '<script src="/review/static/review.js" defer></script>'
@@ -25,15 +32,7 @@ OUR_SCRIPT = '<script src="/review/static/review.js" defer></script>'
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReviewApp]:
-    sqlite_url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('review') / 'store.db'}"
-    with scratch_database() if request.param == "postgres" else nullcontext(sqlite_url) as url:
-        settings = Settings(database_url=url, auth_enabled=True, rubrics_dir=Path("rubrics").resolve())
-        with TestClient(create_app(settings), base_url="http://testserver") as client:
-            yield ReviewApp(client, client.app.state.service.store)  # type: ignore[attr-defined]
-
-
-def tenant() -> str:
-    return f"lab-{uuid.uuid4().hex[:8]}"
+    yield from serve_review_app(request.param, tmp_path_factory.mktemp("review"))
 
 
 def checked_page(response_text: str, *, visible: tuple[str, ...] = PAYLOADS) -> None:
