@@ -14,7 +14,7 @@ from api.deps import ServiceDep
 from api.review.auth import COOKIE_PATH, Viewer
 from api.review.diff_view import DiffLine, file_lines
 from api.review.html import message_page, page
-from api.review.pages import _viewer_or_login, context_for, grades_for
+from api.review.pages import _viewer_or_login, context_for, grades_for, viewer_and_grade
 from judge.models import Grade, LeafResult
 
 router = APIRouter(include_in_schema=False)
@@ -27,13 +27,11 @@ async def file_page(request: Request, grade_id: str, service: ServiceDep,
                     path: Annotated[str, Query(max_length=1024)] = "", start: int = 0, end: int = 0) -> Response:
     """Every line the graded diff shows of one file, lines `start`..`end` (the compared code unit) marked;
     without `path`, the files of the diff."""
-    viewer = await _viewer_or_login(request, service)
-    if not isinstance(viewer, Viewer):
-        return viewer
+    found = await viewer_and_grade(request, service, grade_id)
+    if not isinstance(found, tuple):
+        return found
+    viewer, grade = found
     tenant = viewer.identity.tenant
-    grade = (await grades_for(service, tenant, {grade_id})).get(grade_id)
-    if grade is None:
-        return message_page(404, "Not found", f"There is no grade {grade_id!r}.", viewer=viewer)
     context = await context_for(service, tenant, grade_id)
     paths = list(dict.fromkeys(hunk.path for hunk in context.diff.hunks)) if context.diff is not None else []
     lines: list[DiffLine] = []

@@ -75,6 +75,17 @@ async def grades_for(service: Service, tenant: str, grade_ids: set[str]) -> dict
     return found
 
 
+async def viewer_and_grade(request: Request, service: Service, grade_id: str) -> tuple[Viewer, Grade] | Response:
+    """The logged-in viewer and their tenant's grade `grade_id`, else the login redirect or a 404 page."""
+    viewer = await _viewer_or_login(request, service)
+    if not isinstance(viewer, Viewer):
+        return viewer
+    grade = (await grades_for(service, viewer.identity.tenant, {grade_id})).get(grade_id)
+    if grade is None:
+        return message_page(404, "Not found", f"There is no grade {grade_id!r}.", viewer=viewer)
+    return viewer, grade
+
+
 def _bad_request(viewer: Viewer, exc: InputError) -> Response:
     return message_page(400, "Bad request", f"{exc.field}: {exc.message}", viewer=viewer)
 
@@ -116,13 +127,11 @@ async def grades_page(
 @router.get(f"{COOKIE_PATH}/grades/{{grade_id}}")
 async def grade_page(request: Request, grade_id: str, service: ServiceDep) -> Response:
     """One grade: stage scores, EXP-Bench metrics, and every leaf with its evidence, verdict and labels."""
-    viewer = await _viewer_or_login(request, service)
-    if not isinstance(viewer, Viewer):
-        return viewer
+    found = await viewer_and_grade(request, service, grade_id)
+    if not isinstance(found, tuple):
+        return found
+    viewer, grade = found
     tenant = viewer.identity.tenant
-    grade = (await grades_for(service, tenant, {grade_id})).get(grade_id)
-    if grade is None:
-        return message_page(404, "Not found", f"There is no grade {grade_id!r}.", viewer=viewer)
     labels, context, (newer, older), calibration, siblings = await asyncio.gather(
         service.store.labels.visible_for_grade(viewer.identity, grade_id),
         context_for(service, tenant, grade_id),
