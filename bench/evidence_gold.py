@@ -2,7 +2,8 @@
 
 Data: ../shared/data/expbench/gt_code/<paper>/<task>/ (gt.diff: the paper's own implementation as an all-added
 diff; gold.jsonl: where each requirement is implemented; see its SOURCE.md). Every task is graded with the
-embedded judge under expbench-v1, through `Grader(...).grade` only, with submissions that carry only a diff
+embedded judge under the default rubric (`--rubric` for another), through `Grader(...).grade` only, with
+submissions that carry only a diff
 (design and conclusion missing just gate those stages). A requirement's citation counts when gold.jsonl marks
 it `valid` and one of its valid spans lies inside the diff (the file is in the diff, the lines exist).
 
@@ -30,7 +31,6 @@ Reproduce:  .venv/bin/python bench/evidence_gold.py [--papers 93022,97431] [--ta
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import re
 import sys
@@ -41,12 +41,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from judge.settings import configure_offline_environment
+from judge.settings import DEFAULT_RUBRIC, configure_offline_environment
 
 configure_offline_environment()
 
+from paper_runs import run_cases  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from judge.evidence.embeddings import default_embedder  # noqa: E402
@@ -407,35 +407,18 @@ def main() -> None:
     parser.add_argument("--papers", default=None, help="comma-separated paper ids (default: every gt_code paper)")
     parser.add_argument("--tasks-per-paper", type=int, default=None, help="first N tasks of each paper")
     parser.add_argument("--json", type=Path, default=None, help="write the figures (and per-task records) here")
+    parser.add_argument("--rubric", default=DEFAULT_RUBRIC, help="rubric id (default: the default rubric)")
     parser.add_argument("--compare", type=Path, default=None, help="a JSON of an earlier run: print deltas")
     args = parser.parse_args()
     console = Console(width=None if sys.stdout.isatty() else 140)
     command = " ".join([".venv/bin/python", "bench/evidence_gold.py", *sys.argv[1:]])
     console.print(f"command: {command}")
     cases = load_cases(args.papers.split(",") if args.papers else None, args.tasks_per_paper)
-    grader = Grader(load_rubric("expbench-v1"), EmbeddedJudge())
+    grader = Grader(load_rubric(args.rubric), EmbeddedJudge())
     started = time.perf_counter()
     default_embedder().encode(["load the model"])
     console.print(f"embedding model loaded in {time.perf_counter() - started:.1f} s (not counted in (e))")
-    per_paper: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    records: dict[str, Any] = {}
-
-    async def run_all() -> None:
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-        with Progress(*columns, console=console, transient=True) as progress:
-            bar = progress.add_task("grading", total=len(cases))
-            for case in cases:
-                progress.update(bar, description=f"grading {case.task.task_id}")
-                counters, records[case.task.task_id] = await measure(case, grader)
-                for key, value in counters.items():
-                    per_paper[case.paper][key] += value
-                progress.advance(bar)
-
-    asyncio.run(run_all())
-    totals: dict[str, float] = defaultdict(float)
-    for counters in per_paper.values():
-        for key, value in counters.items():
-            totals[key] += value
+    per_paper, totals, records = run_cases(console, cases, lambda case: measure(case, grader))
     by_paper = {paper: figures(counters) for paper, counters in per_paper.items()}
     overall = figures(totals)
     print_report(console, by_paper, overall)

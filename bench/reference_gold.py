@@ -25,7 +25,6 @@ Reproduce:  .venv/bin/python bench/reference_gold.py [--rubric expbench-v2] [--p
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
@@ -40,10 +39,10 @@ from judge.settings import configure_offline_environment
 configure_offline_environment()
 
 from evidence_gold import quote_span, requirement_leaves  # noqa: E402
+from paper_runs import run_cases  # noqa: E402
 from reference_cases import all_cases, split_papers, variants, with_reference  # noqa: E402
 from reference_variants import RESTATEMENTS  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from judge.evidence.embeddings import default_embedder  # noqa: E402
@@ -207,25 +206,7 @@ def main() -> None:
     console.print(f"papers graded: {', '.join(papers)} ({status}; the model trained on {', '.join(train)})")
     grader = Grader(load_rubric(args.rubric), EmbeddedJudge())
     default_embedder().encode(["load the model"])
-    per_paper: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    records: dict[str, Any] = {}
-
-    async def run_all() -> None:
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-        with Progress(*columns, console=console, transient=True) as progress:
-            bar = progress.add_task("grading", total=len(chosen))
-            for case in chosen:
-                progress.update(bar, description=f"grading {case.task.task_id}")
-                counters, records[case.task.task_id] = await measure(case, cases, grader)
-                for key, value in counters.items():
-                    per_paper[case.paper][key] += value
-                progress.advance(bar)
-
-    asyncio.run(run_all())
-    totals: dict[str, float] = defaultdict(float)
-    for counters in per_paper.values():
-        for key, value in counters.items():
-            totals[key] += value
+    per_paper, totals, records = run_cases(console, chosen, lambda case: measure(case, cases, grader))
     overall = figures(totals)
     print_report(console, overall, {p: figures(c) for p, c in per_paper.items()}, len(chosen))
     if args.json:
