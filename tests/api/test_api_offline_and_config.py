@@ -4,10 +4,8 @@ a judge whose provider key is set nowhere, and a judge name no provider answers 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,20 +15,10 @@ import httpx
 import pytest
 
 from judge.devtools.local_services import ChildProcess, offline_env, start_service, wait_until
+from tests.browser_support import browser_missing, headless_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "grade_request.json"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
-def _no_browser() -> str | None:
-    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
-        return "chromium is not installed (apt-get install -y chromium chromium-driver)"
-    if not (Path(CHROMEDRIVER).exists() or shutil.which("chromedriver")):
-        return "chromedriver is not installed (apt-get install -y chromium-driver)"
-    if importlib.util.find_spec("selenium") is None:
-        return "selenium is not installed (pip install selenium)"
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -91,24 +79,13 @@ def test_every_problem_of_the_input_is_listed(served: tuple[ChildProcess, str]) 
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_no_browser() is not None, reason=str(_no_browser()))
+@pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing()))
 def test_docs_render_with_no_network(served: tuple[ChildProcess, str], tmp_path: Path) -> None:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service as ChromeService
     from selenium.webdriver.common.by import By
 
     _, base = served
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
     # Every host name but loopback's fails to resolve: a CDN asset cannot load, so a blank page fails the test.
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1280,1000",
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-                f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=ChromeService(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
+    driver = headless_chromium(tmp_path / "profile", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
     try:
         driver.get(f"{base}/docs")
         wait_until(lambda: len(driver.find_elements(By.CSS_SELECTOR, ".opblock")) > 0, 30, "the rendered operations")

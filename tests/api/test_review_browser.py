@@ -10,10 +10,8 @@ never writes into the checkout on its own.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -25,10 +23,10 @@ import pytest
 
 from judge.devtools.local_services import expjudge_command, offline_env, start_service
 from judge.models.grade import JudgeFingerprint
+from tests.browser_support import browser_missing, headless_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "grade_request.json"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 # One hunk more than the bundled example: it implements the task's requirement 0, so that requirement's
 # leaf cites diff evidence (the bundled diff implements no requirement, so no requirement leaf cites any).
 REQUIREMENT_HUNK = """diff --git a/sim_inference.py b/sim_inference.py
@@ -44,17 +42,7 @@ REQUIREMENT_HUNK = """diff --git a/sim_inference.py b/sim_inference.py
 """
 
 
-def _missing() -> str | None:
-    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
-        return "chromium is not installed (apt-get install -y chromium chromium-driver)"
-    if not (Path(CHROMEDRIVER).exists() or shutil.which("chromedriver")):
-        return "chromedriver is not installed (apt-get install -y chromium-driver)"
-    if importlib.util.find_spec("selenium") is None:
-        return "selenium is not installed (pip install selenium)"
-    return None
-
-
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing()))]
 
 
 def cli(env: dict[str, str], *args: str) -> str:
@@ -94,18 +82,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service as ChromeService
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1280,1000",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=ChromeService(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
+    driver = headless_chromium(tmp_path_factory.mktemp("chromium-profile"))
     try:
         yield driver
     finally:
