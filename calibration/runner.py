@@ -55,9 +55,9 @@ from judge.rubric_loader import expand_rubric
 # Part of every result-cache key: bump when what a cached result means changes.
 RESULT_CACHE_VERSION = "calibration-result-v2"  # v2: graded by the grading pipeline (gates, copies)
 _SYNTHETIC_EXT = {"python": "py", "java": "java", "javascript": "js"}
-# Every module an embedded result depends on: the checks, the evidence layer, the embedded judge, and
-# the grading pipeline around them (gates, copy detection).
-_DECIDING_PACKAGES = ("judge.checks", "judge.evidence")
+# Every module an embedded result depends on: the checks, the evidence layer, the reference matching the
+# requirement check reads code with, the embedded judge, and the grading pipeline around them.
+_DECIDING_PACKAGES = ("judge.checks", "judge.evidence", "judge.reference")
 _DECIDING_MODULES = ("judge.judges.embedded", "judge.grading", "judge.ground_truth_leaks")
 
 

@@ -316,7 +316,9 @@ class Grader:
         if prepared.copies:
             integrity_flags.append(LEAK_FLAG)
             warnings += copy_warnings(prepared.copies)
-        restored = await asyncio.to_thread(restored_reference, task, submission)  # masked files brought back
+        # Masked reference files brought back (a thread hop only when the task carries a reference to scan).
+        restored = (await asyncio.to_thread(restored_reference, task, submission)
+                    if task.reference_files or task.ground_truth_diff else [])
         if restored:
             integrity_flags.append(RESTORED_FLAG)
             warnings += restored_warnings(restored)
