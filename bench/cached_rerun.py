@@ -51,8 +51,7 @@ from sqlalchemy.dialects import postgresql, sqlite  # noqa: E402
 
 from judge.devtools.local_services import scratch_database  # noqa: E402
 from judge.gc_tuning import freeze_startup_objects  # noqa: E402
-from judge.grading import Grader  # noqa: E402
-from judge.groundtruth_submission import submission_from_ground_truth  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.models import Grade, Task  # noqa: E402
 from judge.regrade import RegradeOptions, Regrader  # noqa: E402
@@ -60,6 +59,7 @@ from judge.store import Store  # noqa: E402
 from judge.store.grades import cache_grade  # noqa: E402
 from judge.store.review_index import insert_leaf_rows, leaf_rows  # noqa: E402
 from judge.store.tables import GradeCacheRow, GradeRow  # noqa: E402
+from judge.submission.from_ground_truth import submission_from_ground_truth  # noqa: E402
 
 TASKS = ROOT.parent / "shared" / "data" / "expbench" / "tasks"
 BATCH = 500

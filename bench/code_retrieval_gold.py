@@ -24,17 +24,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.evidence.code_segments import SegmentLimits
-from judge.evidence.code_units import CodeUnit, post_images, units_from_diff
-from judge.evidence.diff_evidence import parse_diff
-from judge.evidence.distinguishing import (
+from judge.submission.code_segments import SegmentLimits
+from judge.submission.code_units import CodeUnit, post_images, units_from_diff
+from judge.submission.diff import parse_diff
+from judge.submission.distinguishing import (
     check_distinguishing,
     distinguishing_terms,
     evidence_terms,
     missing_names,
     name_terms,
 )
-from judge.evidence.retrieval import RetrievalConfig, retrieve
+from judge.submission.retrieval import RetrievalConfig, retrieve
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "expbench"
@@ -96,7 +96,7 @@ def main() -> None:
     limits = SegmentLimits(max_unit_lines=args.max_unit_lines)
     embed = None
     if args.embed:
-        from judge.evidence.embeddings import default_embedder
+        from judge.embeddings.encoder import default_embedder
 
         embed = default_embedder().encode
     counts = {"citations": 0, "file@1": 0, "file@3": 0, "unit@1": 0, "unit@5": 0, "spans": 0,

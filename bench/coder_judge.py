@@ -49,7 +49,7 @@ configure_offline_environment()
 
 from evidence_gold import GoldCase, load_cases, render_without, requirement_leaves, restatement_diff  # noqa: E402
 
-from judge.grading import Grader  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.judges.llm import LLMJudge  # noqa: E402
 from judge.local_llm import LocalModelServer  # noqa: E402

@@ -2,7 +2,7 @@
 
 For each grade set, in one process with one loaded model (all-MiniLM-L6-v2, batch size 8, CPU):
   1. cold grade: every task graded once with the embedded judge under expbench-v1, by an embedder with an
-     empty memory cache and an empty persistent cache (judge/evidence/embedding_cache.py); the texts the
+     empty memory cache and an empty persistent cache (judge/embeddings/cache.py); the texts the
      model encoded are recorded, with the time spent in the model;
   2. the floor: those distinct texts encoded again in one call of the same model and batching
      (`Embedder.run_model`: length-sorted, batches cut to minimise padding), one call per `--chunk` tasks
@@ -36,14 +36,14 @@ from judge.settings import configure_offline_environment  # noqa: E402
 
 configure_offline_environment()
 
-from judge.evidence.embedding_cache import EmbeddingCache  # noqa: E402
-from judge.evidence.embeddings import Embedder, Vectors, default_embedder  # noqa: E402
-from judge.grading import Grader  # noqa: E402
-from judge.groundtruth_submission import submission_from_ground_truth  # noqa: E402
+from judge.embeddings.cache import EmbeddingCache  # noqa: E402
+from judge.embeddings.encoder import Embedder, Vectors, default_embedder  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.models import Grade, Submission, Task  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
+from judge.submission.from_ground_truth import submission_from_ground_truth  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "expbench"
 Case = tuple[Task, Submission]

@@ -21,7 +21,7 @@ Prints, per paper and overall, beside its target:
       and line range parsed from EvidenceQuote.location, else found by the quote's text) overlap the cited
       lines; a leaf with no quote is a miss (also printed: among leaves with a quote);
   (e) seconds per task: the grade of the paper's own code, and all four grades of the task.
-A preview line shows what judge.evidence.leak_detection (not yet wired into grading) finds in the (c)
+A preview line shows what judge.safety.leak_detection (not yet wired into grading) finds in the (c)
 submissions and in the papers' own code.
 
 Reproduce:  .venv/bin/python bench/evidence_gold.py [--papers 93022,97431] [--tasks-per-paper N]
@@ -49,13 +49,13 @@ from paper_runs import run_cases  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from judge.evidence.embeddings import default_embedder  # noqa: E402
-from judge.evidence.leak_detection import LeakDetector, copied_share_by_item  # noqa: E402
-from judge.grading import Grader  # noqa: E402
+from judge.embeddings.encoder import default_embedder  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.models import Grade, LeafResult, Submission, Task  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
+from judge.safety.leak_detection import LeakDetector, copied_share_by_item  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "expbench"

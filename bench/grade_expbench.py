@@ -32,9 +32,8 @@ from judge.settings import configure_offline_environment
 
 configure_offline_environment()
 
-from judge.evidence.embeddings import default_embedder  # noqa: E402
-from judge.grading import Grader  # noqa: E402
-from judge.groundtruth_submission import submission_from_ground_truth  # noqa: E402
+from judge.embeddings.encoder import default_embedder  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.judges.llm import LLMJudge  # noqa: E402
 from judge.judges.token_counts import count_prompt_tokens  # noqa: E402
@@ -42,6 +41,7 @@ from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.loaders.native import load_submission_file, load_task_file  # noqa: E402
 from judge.models import Submission, Task  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
+from judge.submission.from_ground_truth import submission_from_ground_truth  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "expbench"

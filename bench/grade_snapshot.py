@@ -44,11 +44,11 @@ def _clean(value: Any) -> Any:
 
 
 def _expbench_items(limit: int | None) -> Iterator[tuple[str, dict[str, Any]]]:
-    from judge.grading import Grader
-    from judge.groundtruth_submission import submission_from_ground_truth
+    from judge.grading.grader import Grader
     from judge.judges.embedded import EmbeddedJudge
     from judge.loaders.expbench import load_expbench_tasks
     from judge.rubric_loader import load_rubric
+    from judge.submission.from_ground_truth import submission_from_ground_truth
 
     files = sorted((DATA / "expbench" / "tasks").glob("*/*_complete_final.json"))
     tasks = [t for f in files for t in load_expbench_tasks(f)][:limit]
@@ -61,7 +61,7 @@ def _expbench_items(limit: int | None) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _historic_items() -> Iterator[tuple[str, dict[str, Any]]]:
-    from judge.grading import Grader
+    from judge.grading.grader import Grader
     from judge.judges.embedded import EmbeddedJudge
     from judge.regrade.sources import discover
     from judge.rubric_loader import load_rubric

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from judge.grading import Grader  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.judges.llm import LLMJudge  # noqa: E402
 from judge.loaders.native import load_submission_file, load_task_file  # noqa: E402

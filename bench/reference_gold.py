@@ -45,8 +45,8 @@ from reference_variants import RESTATEMENTS  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from judge.evidence.embeddings import default_embedder  # noqa: E402
-from judge.grading import Grader  # noqa: E402
+from judge.embeddings.encoder import default_embedder  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.models import Grade, Submission  # noqa: E402
 from judge.reference.restored import RESTORED_FLAG  # noqa: E402

@@ -87,7 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     embed = None
     if args.embed:
-        from judge.evidence.embeddings import default_embedder
+        from judge.embeddings.encoder import default_embedder
 
         embed = default_embedder().encode
     papers = set(filter(None, args.papers.split(",")))
@@ -179,7 +179,7 @@ def _grade_seconds(sample: list[tuple[str, str, Task, str]]) -> None:
     (each task graded once warm-up first, so model loading is not counted)."""
     import asyncio
 
-    from judge.grading import Grader
+    from judge.grading.grader import Grader
     from judge.judges.registry import build_judge
     from judge.models import Submission
     from judge.rubric_loader import load_rubric

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from judge.evidence.code_languages import parser_for
-from judge.evidence.submission_view import requirement_text
+from judge.submission.code_languages import parser_for
+from judge.submission.view import requirement_text
 
 _KEEP = frozenset(dir(builtins)) | {"self", "cls", "args", "kwargs", "main", "_"}
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")

@@ -40,14 +40,14 @@ configure_offline_environment()
 import httpx  # noqa: E402
 
 from judge.devtools.local_services import start_openai_stub  # noqa: E402
-from judge.evidence.text_items import split_claims  # noqa: E402
 from judge.gc_tuning import freeze_startup_objects  # noqa: E402
-from judge.groundtruth_submission import submission_from_ground_truth  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.models import Task  # noqa: E402
 from judge.regrade import RegradeOptions, Regrader  # noqa: E402
 from judge.regrade.limiter import UpstreamLimiter, limited_completion  # noqa: E402
 from judge.settings import Settings  # noqa: E402
+from judge.submission.from_ground_truth import submission_from_ground_truth  # noqa: E402
+from judge.text.items import split_claims  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from client_floor import floor_line, measure_floor  # noqa: E402

@@ -36,7 +36,7 @@ configure_offline_environment()
 from fastapi.testclient import TestClient  # noqa: E402
 
 from api.app import create_app  # noqa: E402
-from judge.grading import fingerprint_for  # noqa: E402
+from judge.grading.grader import fingerprint_for  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.models import EvidenceQuote, ExpBenchMetrics, Grade, LeafResult, StageScore  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402

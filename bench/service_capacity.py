@@ -190,7 +190,7 @@ async def judge_floor(bodies: list[bytes], judge_spec: str, api_base: str | None
     The same rubric and judge as the service (`Grader`), on the parsed request; what the service adds
     (HTTP, JSON and wire validation, job rows, the store's lookups and writes) is left out.
     """
-    from judge.grading import Grader
+    from judge.grading.grader import Grader
     from judge.judges.registry import build_judge
     from judge.loaders.native import parse_submission, parse_task
     from judge.rubric_loader import load_rubric

@@ -47,9 +47,9 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from calibration.decision_model import fit_decision_model, fold_splits  # noqa: E402
-from judge.checks.requirement import requirement_feature_vector  # noqa: E402
-from judge.checks.requirement_features import REFERENCE_FEATURES, TEXT_FEATURES  # noqa: E402
-from judge.grading import Grader  # noqa: E402
+from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
+from judge.checks.requirement.features import REFERENCE_FEATURES, TEXT_FEATURES  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.models import Submission  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402

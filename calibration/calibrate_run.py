@@ -24,8 +24,8 @@ from calibration.measure import measure
 from calibration.report_html import CalibrationReportData, write_report
 from calibration.runner import CaseRunner, RunStats, adapter_for
 from calibration.splits import DEFAULT_SALT, group_position, is_held_out
+from judge.embeddings.encoder import Embedder
 from judge.errors import InputError
-from judge.evidence.embeddings import Embedder
 from judge.judges.base import Judge
 from judge.judges.registry import build_judge
 from judge.models import JudgeFingerprint, Rubric, content_hash

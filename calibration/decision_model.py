@@ -42,7 +42,7 @@ from calibration.baselines import trivial_classes
 from calibration.labels import Label
 from judge.checks.learned import LearnableCheck, LearnedModel, SigmoidMap
 from judge.errors import InputError
-from judge.evidence.types import LeafEvidence
+from judge.models.evidence import LeafEvidence
 
 OBJECTIVES = ("macro_f1", "kappa", "judgement_kappa")
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)

@@ -18,7 +18,7 @@ import numpy as np
 
 from calibration.labels import Label
 from calibration.runner import JudgeCase
-from judge.evidence.embeddings import Embedder
+from judge.embeddings.encoder import Embedder
 from judge.judges.llm_schemas import labels_for
 from judge.models import Leaf
 

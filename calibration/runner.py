@@ -1,6 +1,6 @@
 """Run a judge over labelled items: each item becomes (task, submission, leaf), graded once and cached.
 
-Each case is graded by the same pipeline as every grade the service serves (`judge.grading.Grader`, its
+Each case is graded by the same pipeline as every grade the service serves (`judge.grading.grader.Grader`, its
 leaf-level entry point `prepare_leaves` / `judge_prepared`): ground-truth copy detection, the rubric's
 gates, the evidence, the judge; so the agreement measured here is that of the grades `POST /v1/grade`
 serves, on the one leaf each label is about.
@@ -39,17 +39,17 @@ __all__ = ["ADAPTERS", "CaseAdapter", "CaseOutcome", "CaseRunner", "ClaimAdapter
 from calibration.items import CLAIM_CRITERION, ClaimItem, LabelledItem
 from calibration.judgeeval import JudgeEvalAdapter
 from calibration.labels import Label, LabelKey
-from judge.checks.claim_vs_diff import CLAIM_CHECK, claim_label_of
+from judge.checks.claim_vs_diff.check import CLAIM_CHECK, claim_label_of
+from judge.checks.claim_vs_diff.evidence import CLAIM_FEATURES_VERSION, ensure_diff_headers
+from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import InputError, MalformedDiffError, RubricError
-from judge.evidence.claim_evidence import CLAIM_FEATURES_VERSION, ensure_diff_headers
-from judge.evidence.embeddings import Embedder, default_embedder
-from judge.evidence.types import LeafEvidence
-from judge.grading import Grader, PreparedGrade
+from judge.grading.grader import Grader, PreparedGrade
 from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.response_cache import ResponseCache
 from judge.models import JudgeFingerprint, Leaf, LeafResult, Rubric, Submission, Task, content_hash
 from judge.models.claim_labels import CLAIM_LABELS
+from judge.models.evidence import LeafEvidence
 from judge.rubric_loader import expand_rubric
 
 # Part of every result-cache key: bump when what a cached result means changes.
@@ -58,7 +58,7 @@ _SYNTHETIC_EXT = {"python": "py", "java": "java", "javascript": "js"}
 # Every module an embedded result depends on: the checks, the evidence layer, the reference matching the
 # requirement check reads code with, the embedded judge, and the grading pipeline around them.
 _DECIDING_PACKAGES = ("judge.checks", "judge.evidence", "judge.reference")
-_DECIDING_MODULES = ("judge.judges.embedded", "judge.grading", "judge.ground_truth_leaks")
+_DECIDING_MODULES = ("judge.judges.embedded", "judge.grading.grader", "judge.safety.ground_truth_leaks")
 
 
 def single_leaf(rubric: Rubric, check: str, task: Task) -> Leaf:

@@ -40,12 +40,12 @@ from calibration.runner import CaseRunner
 from calibration.splits import DEFAULT_SALT, Split, assert_disjoint, split_by_group
 from judge.checks.learned import LearnableCheck, is_learnable
 from judge.checks.registry import CHECKS
+from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import InputError
-from judge.evidence.embeddings import Embedder, default_embedder
-from judge.evidence.types import GradingContext, LeafEvidence
 from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import CheckSpec, Rubric, Submission, Task, content_hash
+from judge.models.evidence import GradingContext, LeafEvidence
 from judge.rubric_loader import parse_rubric
 from judge.store import Store
 

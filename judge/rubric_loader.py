@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from judge.checks.base import validate_args
 from judge.checks.registry import CHECKS
 from judge.errors import RubricError, UnknownRubricError
-from judge.evidence.text_items import split_claims
 from judge.models import Leaf, LeafTemplate, Rubric, Task
 from judge.settings import get_settings
+from judge.text.items import split_claims
 
 _cache: dict[tuple[str, float], Rubric] = {}
 

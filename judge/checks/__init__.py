@@ -1,1 +1,1 @@
-"""Checks: one module per check a rubric leaf can name, and the registry that lists them."""
+"""Checks: one folder per check a rubric leaf can name (its evidence, features and decision), and the registry."""

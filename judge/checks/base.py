@@ -15,11 +15,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from judge.embeddings.encoder import Embedder
 from judge.errors import RubricError
-from judge.evidence.embeddings import Embedder
-from judge.evidence.submission_view import SubmissionView
-from judge.evidence.types import GradingContext, LeafEvidence
 from judge.models import Leaf, LeafResult, Rubric, Task, Verdict
+from judge.models.evidence import GradingContext, LeafEvidence
+from judge.submission.view import SubmissionView
 
 
 class CheckArgs(BaseModel):

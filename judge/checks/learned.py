@@ -37,7 +37,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judge.checks.base import CheckArgs
-from judge.evidence.types import LeafEvidence
+from judge.models.evidence import LeafEvidence
 
 FloatArray = npt.NDArray[np.float64]
 _TOP_REASONS = 3

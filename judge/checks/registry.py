@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from judge.checks.base import Check, UnknownCheckError
-from judge.checks.claim_vs_diff import ClaimVsDiff
-from judge.checks.design_variable import DesignVariableMatch
-from judge.checks.execution import ExitStatus, ExpectedArtifacts
-from judge.checks.integrity import INTEGRITY_CHECKS
-from judge.checks.outcome_claim import OutcomeClaimSupported
-from judge.checks.requirement import RequirementInDiff
+from judge.checks.claim_vs_diff.check import ClaimVsDiff
+from judge.checks.design_variable.check import DesignVariableMatch
+from judge.checks.execution.check import ExitStatus, ExpectedArtifacts
+from judge.checks.integrity.check import INTEGRITY_CHECKS
+from judge.checks.outcome_claim.check import OutcomeClaimSupported
+from judge.checks.requirement.check import RequirementInDiff
 
 
 class CheckRegistry:

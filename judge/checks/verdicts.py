@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from judge.evidence.embeddings import Vectors
-from judge.evidence.quotes import quote_found
-from judge.evidence.types import AlignedSnippet, GradingContext
+from judge.embeddings.encoder import Vectors
 from judge.models import EvidenceQuote, Leaf, LeafResult, ReasonCode, Verdict
+from judge.models.evidence import AlignedSnippet, GradingContext
+from judge.safety.quotes import quote_found
 
 EMBEDDED = "embedded"
 _QUOTE_LINES = 6

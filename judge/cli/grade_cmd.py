@@ -14,8 +14,8 @@ from judge.cli.app import app
 from judge.cli.display import shown
 from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
 from judge.errors import MalformedDiffError
-from judge.grading import upstream_down
-from judge.grading_service import ServedGrade
+from judge.grading.grader import upstream_down
+from judge.grading.service import ServedGrade
 from judge.models import Grade, Rubric, Submission, Task
 from judge.settings import DEFAULT_RUBRIC
 
@@ -94,7 +94,7 @@ async def _grade_with_store(rubric: Rubric, judge_spec: str, task: Task, submiss
 
     An unreachable store must not stop a local grade: the grade is made without the caches and says so.
     """
-    from judge.grading_service import GradingService
+    from judge.grading.service import GradingService
     from judge.judges.registry import build_judge
     from judge.settings import get_settings
     from judge.store import Store

@@ -123,7 +123,7 @@ class _InProcess:
         self._built: tuple[Rubric, Any] | None = None
 
     async def grade(self, task_json: dict[str, Any], submission_json: dict[str, Any], task_format: str) -> Grade:
-        from judge.grading import grade_async
+        from judge.grading.grader import grade_async
         from judge.judges.registry import build_judge
         from judge.loaders.expbench import task_from_expbench
         from judge.loaders.native import parse_submission, parse_task

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 
 from judge.errors import InputError, JudgeConfigError
-from judge.grading import upstream_down
-from judge.grading_service import GradingService, cacheable
+from judge.grading.grader import upstream_down
+from judge.grading.service import GradingService, cacheable
 from judge.jobs import metrics
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
 from judge.judges.base import Judge

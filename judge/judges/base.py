@@ -6,8 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.evidence.types import GradingContext, LeafEvidence
 from judge.models import LeafResult, Usage
+from judge.models.evidence import GradingContext, LeafEvidence
 
 
 @dataclass

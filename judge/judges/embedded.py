@@ -12,9 +12,9 @@ from typing import Any
 
 from judge.checks.registry import CHECKS, CheckRegistry
 from judge.checks.verdicts import EMBEDDED
-from judge.evidence.types import GradingContext, LeafEvidence
 from judge.judges.base import Judge, JudgeOutcome
 from judge.models import LeafResult
+from judge.models.evidence import GradingContext, LeafEvidence
 
 
 class EmbeddedJudge(Judge):

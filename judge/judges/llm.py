@@ -17,7 +17,6 @@ from typing import Any
 
 from judge.checks.registry import CHECKS
 from judge.errors import JudgeCallError, JudgeConfigError
-from judge.evidence.types import GradingContext, LeafEvidence
 from judge.judges.base import Judge, JudgeOutcome
 from judge.judges.llm_schemas import JudgeAnswerBase, answer_schema, build_answer_model
 from judge.judges.llm_transport import (
@@ -32,6 +31,7 @@ from judge.judges.prompts import CallPlan, PromptBuilder, llm_decides, prompt_ha
 from judge.judges.response_cache import ResponseCache, cache_key
 from judge.judges.token_counts import estimate_text_tokens
 from judge.models import LeafResult, Usage
+from judge.models.evidence import GradingContext, LeafEvidence
 from judge.settings import Settings, get_settings
 
 # Completion tokens allowed per call: a fixed part plus a share per leaf (quotes and a

@@ -27,11 +27,11 @@ from typing import Any
 
 from judge.checks.registry import CHECKS
 from judge.errors import JudgeCallError
-from judge.evidence.quotes import quote_in
-from judge.evidence.types import LeafEvidence
 from judge.judges.prompt_fencing import neutralise
 from judge.judges.prompts import quote_required
 from judge.models import EvidenceQuote, EvidenceSource, Leaf, LeafResult, ReasonCode, Verdict
+from judge.models.evidence import LeafEvidence
+from judge.safety.quotes import quote_in
 
 _STAGE_SOURCE: dict[str, EvidenceSource] = {
     "design": "design",

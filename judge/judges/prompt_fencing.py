@@ -20,7 +20,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from judge.evidence.injection import find_injections
+from judge.safety.injection import find_injections
 
 FENCE_OPEN = "<<<DATA"
 FENCE_CLOSE = "DATA"

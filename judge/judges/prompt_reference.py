@@ -12,9 +12,9 @@ delimiters or a chat-role token; trusted as it is, it must not end its block ear
 
 from __future__ import annotations
 
-from judge.evidence.types import LeafEvidence
 from judge.judges.prompt_fencing import content_nonce, neutralise
 from judge.models import ReferenceSpan
+from judge.models.evidence import LeafEvidence
 
 REFERENCE_OPEN = "<<<REF"
 REFERENCE_CLOSE = "REF"

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.checks.registry import CHECKS
-from judge.evidence.types import AlignedSnippet, LeafEvidence
 from judge.judges.llm_schemas import SCHEMA_VERSION, labels_for
 from judge.judges.prompt_fencing import FENCE_RULE, fence, looks_like_injection, neutralise
 from judge.judges.prompt_reference import REFERENCE_RULE, fence_reference, leaf_references, reference_key
 from judge.judges.prompt_reference import hash_parts as reference_hash_parts
 from judge.models import Leaf, Stage, content_hash
+from judge.models.evidence import AlignedSnippet, LeafEvidence
 
 PROMPT_VERSION = "llm-judge-v3"
 

@@ -72,7 +72,7 @@ def requirements_from_method(method: str) -> list[str]:
     Bullet items when the method is a list (markdown marks dropped), else its sentences; short
     fragments (< 4 words) are dropped and at most 12 items kept, in order.
     """
-    from judge.evidence.text_items import clean_markup, split_sentences
+    from judge.text.items import clean_markup, split_sentences
 
     items = [clean_markup(m.group("text")) for line in method.splitlines() if (m := _BULLET.match(line))]
     if len(items) < 2:

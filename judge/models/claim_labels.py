@@ -1,7 +1,7 @@
 """The label vocabulary of claims about a diff (CRScore's), shared by the claim check and the review index.
 
 It lives with the models, under both: the store indexes a leaf's claim label for review without importing
-the check that decides it (`judge.checks.claim_vs_diff`).
+the check that decides it (`judge.checks.claim_vs_diff.check`).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
+from judge.embeddings.encoder import default_model_path, load_sentence_model, model_fingerprint
 from judge.errors import InputError
-from judge.evidence.embeddings import default_model_path, load_sentence_model, model_fingerprint
 from judge.process.code_chunks import SCHEME_IDS, WindowTokenizer, candidate_chunks, fit_pieces
 from judge.process.embedding_cache import EmbeddingCache, default_cache_dir
 from judge.process.models import Chunking, EmbeddingInfo, Pooling
@@ -87,7 +87,7 @@ def _digest(parts: Sequence[str]) -> str:
 
 
 def load_encoder(path: Path) -> EncoderModel:
-    """The default loader: the project's offline CPU loader (judge.evidence.embeddings)."""
+    """The default loader: the project's offline CPU loader (judge.embeddings.encoder)."""
     return cast(EncoderModel, load_sentence_model(path))
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from judge.evidence.code_languages import parser_for
+from judge.submission.code_languages import parser_for
 
 _BUILTINS = frozenset(dir(builtins))
 _PY_KEYWORDS = frozenset({

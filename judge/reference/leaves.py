@@ -8,10 +8,10 @@ copies where they lie onto the leaf results.
 
 from __future__ import annotations
 
-from judge.evidence.retrieval import Embed
-from judge.evidence.types import LeafEvidence
 from judge.models import LeafResult, Rubric, Task
+from judge.models.evidence import LeafEvidence
 from judge.reference.spans import reference_index_for
+from judge.submission.retrieval import Embed
 
 
 def requirement_template_ids(rubric: Rubric) -> set[str]:

@@ -23,10 +23,10 @@ import threading
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass
 
-from judge.evidence.leak_detection import normalised_tokens
-from judge.evidence.scan_segments import TokenPieces, diff_segments
 from judge.models import Submission, Task
 from judge.reference.sources import masked_reference_paths, reference_sources
+from judge.safety.leak_detection import normalised_tokens
+from judge.safety.scan_segments import TokenPieces, diff_segments
 
 RESTORED_FLAG = "reference_restored"
 _MAX_WARNINGS = 5

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from judge.evidence.code_units import post_images
-from judge.evidence.diff_evidence import parse_diff
 from judge.models import Task
+from judge.submission.code_units import post_images
+from judge.submission.diff import parse_diff
 
 WORKSPACE_PREFIX = "/workspace/"
 # A path with an extension, then optionally ":" and line ranges ("12", "12-20", "12-20, 30-35").

@@ -27,11 +27,11 @@ import numpy as np
 import numpy.typing as npt
 
 from judge.errors import MalformedDiffError
-from judge.evidence.code_units import CodeUnit, PostImage, executable_text, file_units
-from judge.evidence.retrieval import CodeIndex, Embed, RetrievalConfig, embedding_text
-from judge.evidence.submission_view import requirement_text
 from judge.models import ReferenceOrigin, ReferenceSpan, Task
 from judge.reference.sources import Citation, parse_citations, reference_sources, resolve_path
+from judge.submission.code_units import CodeUnit, PostImage, executable_text, file_units
+from judge.submission.retrieval import CodeIndex, Embed, RetrievalConfig, embedding_text
+from judge.submission.view import requirement_text
 
 # Indexes kept by `reference_index_for` (oldest dropped first): a regrade grades many runs of few tasks.
 _INDEXES_KEPT = 32

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.embeddings.encoder import model_fingerprint
 from judge.errors import InputError
-from judge.evidence.embeddings import model_fingerprint
 from judge.models import ProcessInputs, Submission, Task, TrajectoryStep, content_hash
 from judge.process.code_chunks import SCHEME_IDS
 from judge.process.code_embeddings import EmbeddingConfig, resolve_model_path

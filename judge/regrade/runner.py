@@ -18,8 +18,8 @@ from typing import Any
 from pydantic_core import from_json, to_json
 
 from judge.errors import InputError, JudgeConfigError
-from judge.grading import upstream_down
-from judge.grading_service import GradingService, cache_hit_fields
+from judge.grading.grader import upstream_down
+from judge.grading.service import GradingService, cache_hit_fields
 from judge.judges.base import Judge
 from judge.judges.llm import LLMJudge
 from judge.judges.registry import build_judge

@@ -43,7 +43,7 @@ def labels_for_template(template_id: str) -> tuple[str, ...]:
 def judge_label(template_id: str, verdict: str, flags: Sequence[str], reason_code: str | None) -> str | None:
     """The label the judge's verdict stands for (what "agree" gives); None when the judge decided nothing.
 
-    Claim leaves read as `judge.checks.claim_vs_diff.claim_label_of` does: a "label:<name>" flag wins, then
+    Claim leaves read as `judge.checks.claim_vs_diff.check.claim_label_of` does: a "label:<name>" flag wins, then
     pass -> correct and fail -> incorrect, then an unscored "not_applicable" flagged unverifiable/incomplete.
     """
     if template_id != CLAIM_TEMPLATE:

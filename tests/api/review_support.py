@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from judge.devtools.local_services import scratch_database
-from judge.grading import fingerprint_for
+from judge.grading.grader import fingerprint_for
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import EvidenceQuote, ExpBenchMetrics, Grade, JudgeFingerprint, LeafResult, StageScore
 from judge.rubric_loader import load_rubric

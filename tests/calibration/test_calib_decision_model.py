@@ -19,7 +19,7 @@ from calibration.decision_model import easy_classes, fit_decision_model, fold_sp
 from calibration.report_html import CalibrationReportData
 from judge.cli.main import _register_commands, app
 from judge.errors import InputError
-from judge.grading import fingerprint_for
+from judge.grading.grader import fingerprint_for
 from judge.judges.embedded import EmbeddedJudge
 from judge.rubric_loader import load_rubric
 from judge.settings import get_settings

@@ -9,9 +9,8 @@ import pytest
 
 from calibration.items import ClaimItem
 from calibration.runner import CaseOutcome, CaseRunner, ClaimAdapter
-from judge.checks.claim_vs_diff import claim_args, claim_label_of
-from judge.errors import RubricError
-from judge.evidence.claim_evidence import (
+from judge.checks.claim_vs_diff.check import claim_args, claim_label_of
+from judge.checks.claim_vs_diff.evidence import (
     alignment_texts,
     claim_features,
     claim_identifiers,
@@ -21,12 +20,13 @@ from judge.evidence.claim_evidence import (
     hedging_cues,
     locate,
 )
-from judge.evidence.diff_evidence import parse_diff
-from judge.evidence.embeddings import default_embedder
-from judge.evidence.shortlist import EMBED_ALL_UP_TO
+from judge.embeddings.encoder import default_embedder
+from judge.embeddings.shortlist import EMBED_ALL_UP_TO
+from judge.errors import RubricError
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import LeafResult
 from judge.rubric_loader import load_rubric
+from judge.submission.diff import parse_diff
 
 CONFIG_HUNK = """\
 @@ -10,3 +10,4 @@ class Settings:

@@ -24,12 +24,12 @@ from calibration.crscore import CLAIM_LABELS
 from calibration.labelled_sets import load_labelled_set
 from calibration.report_html import FIGURE_IDS, CalibrationReportData
 from judge.cli.main import _register_commands, app
-from judge.evidence import embeddings
-from judge.evidence.types import GradingContext, LeafEvidence
-from judge.grading import fingerprint_for
+from judge.embeddings import encoder as embeddings
+from judge.grading.grader import fingerprint_for
 from judge.judges.base import Judge, JudgeOutcome
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import CalibrationStatus, LeafResult
+from judge.models.evidence import GradingContext, LeafEvidence
 from judge.rubric_loader import load_rubric
 from judge.settings import REPO_ROOT, get_settings
 from judge.store import CalibrationRecord, Store

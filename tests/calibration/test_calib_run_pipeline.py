@@ -17,11 +17,11 @@ from calibration.cases import JudgeCase
 from calibration.items import LabelledItem
 from calibration.labels import Label, LabelKey
 from calibration.runner import CaseRunner
-from judge.ground_truth_leaks import LEAF_FLAG
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.native import load_task_file
 from judge.models import Leaf, LeafResult, Rubric, Submission, Task
 from judge.rubric_loader import expand_rubric, load_rubric
+from judge.safety.ground_truth_leaks import LEAF_FLAG
 
 TASK = Path(__file__).resolve().parents[2] / "examples" / "expbench" / "93022_complete_final.json"
 

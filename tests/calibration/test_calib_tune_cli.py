@@ -22,7 +22,7 @@ from calibration.runner import CaseRunner
 from calibration.splits import SplitLeakageError, split_by_group
 from calibration.tuning import Variant, evaluate_held_out
 from judge.cli.main import _register_commands, app
-from judge.grading import fingerprint_for
+from judge.grading.grader import fingerprint_for
 from judge.judges.embedded import EmbeddedJudge
 from judge.rubric_loader import load_rubric
 from judge.settings import REPO_ROOT, get_settings

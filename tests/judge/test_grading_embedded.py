@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from judge.evidence.text_items import split_claims
-from judge.grading import Grader
-from judge.groundtruth_submission import submission_from_ground_truth
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.expbench import load_expbench_tasks
 from judge.loaders.native import load_submission_file, load_task_file
 from judge.models import Grade, Rubric, Submission, Task
 from judge.rubric_loader import parse_rubric
+from judge.submission.from_ground_truth import submission_from_ground_truth
+from judge.text.items import split_claims
 
 GRADED_STAGES = ("design", "implementation", "conclusion")
 

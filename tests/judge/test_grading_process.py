@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import Submission, Task, TrajectoryStep
 from judge.rubric_loader import load_rubric

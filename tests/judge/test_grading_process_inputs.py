@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.native import parse_submission, parse_task
 from judge.models import Grade, Submission, Task

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from judge.grading import Grader
-from judge.ground_truth_leaks import LEAF_FLAG, LEAK_FLAG
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.native import load_submission_file, load_task_file
 from judge.models import Grade, Submission, Task
 from judge.rubric_loader import load_rubric
+from judge.safety.ground_truth_leaks import LEAF_FLAG, LEAK_FLAG
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = REPO / "examples" / "expbench" / "93022_complete_final.json"

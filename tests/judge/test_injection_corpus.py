@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from judge.evidence.injection import find_injections
-from judge.evidence.types import LeafEvidence
-from judge.grading import Grader, PreparedGrade
+from judge.grading.grader import Grader, PreparedGrade
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
 from judge.loaders.native import load_submission_file, load_task_file
 from judge.models import Grade, Submission, Task
+from judge.models.evidence import LeafEvidence
 from judge.rubric_loader import load_rubric
+from judge.safety.injection import find_injections
 from judge.settings import Settings
 from tests.fixtures.fence_check import blocks, escaped_words, fence_violations, skeleton
 from tests.fixtures.injection_corpus import (

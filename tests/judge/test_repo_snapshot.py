@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from judge.errors import InputError
-from judge.evidence.diff_evidence import parse_diff
 from judge.repo_snapshot import snapshot_repository
+from judge.submission.diff import parse_diff
 
 REPO = Path(__file__).resolve().parents[1] / "calibration" / "fixtures" / "judgeeval_mini" / "toy-mlp" / "run-1" / \
     "submission"

@@ -11,7 +11,7 @@ import yaml
 
 from judge.checks.registry import CHECKS
 from judge.errors import RubricError
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import Submission, Task
 from judge.rubric_loader import load_rubric, parse_rubric

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from judge.evidence.claim_evidence import claim_features, diff_lines, ensure_diff_headers, signal_names
-from judge.evidence.claim_features import subwords
-from judge.evidence.claim_features_text import claimed_counts, cue_counts, old_new_pairs
-from judge.evidence.diff_evidence import parse_diff
+from judge.checks.claim_vs_diff.evidence import claim_features, diff_lines, ensure_diff_headers, signal_names
+from judge.checks.claim_vs_diff.features import subwords
+from judge.checks.claim_vs_diff.features_text import claimed_counts, cue_counts, old_new_pairs
+from judge.submission.diff import parse_diff
 
 ADD_CALL = """\
 @@ -4,2 +4,3 @@ def handle(value):

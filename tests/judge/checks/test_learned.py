@@ -18,12 +18,12 @@ from sklearn.preprocessing import StandardScaler
 
 from calibration.decision_model import export_model
 from judge.checks.base import CheckArgs
-from judge.checks.claim_vs_diff import CLAIM_FEATURE_NAMES, ClaimVsDiff, claim_feature_vector, classify_claim
+from judge.checks.claim_vs_diff.check import CLAIM_FEATURE_NAMES, ClaimVsDiff, claim_feature_vector, classify_claim
 from judge.checks.learned import LearnedArgs, LearnedModel, is_learnable, learned_decision, validate_model_fits
 from judge.errors import RubricError
-from judge.evidence.types import AlignedSnippet, GradingContext, LeafEvidence
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import Submission, Task
+from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.rubric_loader import load_rubric, parse_rubric
 from judge.settings import REPO_ROOT
 from tests.judge.checks.toy_check import KeywordInConclusion
@@ -126,7 +126,7 @@ def _facts(cut_off: float) -> dict[str, Any]:
 
 
 def _signal_names() -> set[str]:
-    from judge.evidence.claim_evidence import signal_names
+    from judge.checks.claim_vs_diff.evidence import signal_names
 
     return set(signal_names())
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.native import load_submission_file, load_task_file
 from judge.models import Execution, Grade, LeafResult, Submission, Task

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from judge.checks.registry import CHECKS
-from judge.evidence.types import LeafEvidence
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.native import load_submission_file, load_task_file
 from judge.models import Execution, LeafResult
+from judge.models.evidence import LeafEvidence
 from judge.rubric_loader import load_rubric
 
 REPO = Path(__file__).resolve().parents[3]

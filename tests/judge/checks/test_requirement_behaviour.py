@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from judge.checks.requirement_acts import SubmissionActs
-from judge.evidence.submission_view import SubmissionView
-from judge.grading import Grader
+from judge.checks.requirement.acts import SubmissionActs
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import Grade, Submission, Task
 from judge.reference.behaviour import behaviour_of
 from judge.reference.behaviour_similarity import similarity
 from judge.rubric_loader import load_rubric
+from judge.submission.view import SubmissionView
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 from reference_variants import RESTATEMENTS, added_diff, rewrite

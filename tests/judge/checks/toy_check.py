@@ -16,10 +16,10 @@ import yaml
 from judge.checks.base import Check, CheckArgs
 from judge.checks.registry import CHECKS
 from judge.checks.verdicts import embedded_result, quote
-from judge.evidence.embeddings import Embedder
-from judge.evidence.submission_view import SubmissionView
-from judge.evidence.types import AlignedSnippet, GradingContext, LeafEvidence
+from judge.embeddings.encoder import Embedder
 from judge.models import Leaf, LeafResult, Task
+from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
+from judge.submission.view import SubmissionView
 
 
 class KeywordArgs(CheckArgs):

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from judge.cli.grade_cmd import render_grade
 from judge.devtools.local_services import expjudge_command, offline_env
-from judge.grading import fingerprint_for
+from judge.grading.grader import fingerprint_for
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import CalibrationStatus, LeafResult
 from judge.rubric_loader import load_rubric

@@ -97,7 +97,7 @@ def test_grade_reports_whether_its_fingerprint_is_calibrated(tmp_path: Path) -> 
     import asyncio
     from datetime import UTC, datetime
 
-    from judge.grading import fingerprint_for
+    from judge.grading.grader import fingerprint_for
     from judge.judges.embedded import EmbeddedJudge
     from judge.rubric_loader import load_rubric
     from judge.store import with_store

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from calibration.labels import read_labels
 from judge.devtools.local_services import expjudge_command, offline_env
-from judge.grading import fingerprint_for
+from judge.grading.grader import fingerprint_for
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import LeafResult
 from judge.rubric_loader import load_rubric

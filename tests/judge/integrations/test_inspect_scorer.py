@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from judge.grading import grade_async
-from judge.groundtruth_submission import submission_from_ground_truth
+from judge.grading.grader import grade_async
 from judge.judges.registry import build_judge
 from judge.loaders.native import parse_submission
 from judge.rubric_loader import load_rubric
 from judge.settings import DEFAULT_RUBRIC
+from judge.submission.from_ground_truth import submission_from_ground_truth
 from tests.judge.regrade.conftest import expbench_task
 
 inspect_ai = pytest.importorskip("inspect_ai")  # the optional extra `inspect`

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from judge.groundtruth_submission import submission_from_ground_truth
+from judge.submission.from_ground_truth import submission_from_ground_truth
 from tests.judge.regrade.conftest import expbench_task
 
 inspect_ai = pytest.importorskip("inspect_ai")  # the optional extra `inspect`

@@ -6,7 +6,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.jobs import GradingRuntime, InProcessPool, create_job, run_job, run_key
 from judge.jobs.runner import STALE_AFTER
 from judge.rubric_loader import load_rubric

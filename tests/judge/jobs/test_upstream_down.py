@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.grading_service import cacheable
+from judge.grading.service import cacheable
 from judge.jobs import upstream_down
 from judge.models import ExpBenchMetrics, Grade, JudgeFingerprint, LeafResult
 

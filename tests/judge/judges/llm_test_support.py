@@ -15,7 +15,6 @@ from typing import Any, TypeAlias
 
 import litellm
 
-from judge.evidence.types import AlignedSnippet, GradingContext, LeafEvidence
 from judge.models import (
     CheckSpec,
     DesignVariable,
@@ -28,6 +27,7 @@ from judge.models import (
     Submission,
     Task,
 )
+from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.models.submission import Execution
 
 DIFF = """\

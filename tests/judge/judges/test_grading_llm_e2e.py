@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from judge.cli.main import _register_commands, app
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.registry import build_judge
 from judge.local_llm import LocalModelServer
 from judge.models import DesignVariable, Submission, Task

@@ -21,12 +21,12 @@ from llm_test_support import (
     snip,
 )
 
-from judge.evidence.types import LeafEvidence
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
 from judge.judges.prompts import prompt_hash
 from judge.judges.response_cache import InMemoryResponseCache
 from judge.models import LeafResult
+from judge.models.evidence import LeafEvidence
 from judge.settings import Settings
 
 SETTINGS = Settings(llm_seed=1234, llm_temperature=0.0, llm_max_validation_retries=1, llm_max_transport_retries=1)
@@ -188,7 +188,7 @@ async def test_claim_vs_diff_maps_correct_incorrect_unverifiable_incomplete() ->
     assert results[2].reason_code == "not_applicable" and "unverifiable" in results[2].flags
     assert results[2].votes == {"unverifiable": 1}
     assert results[3].reason_code == "not_applicable" and "incomplete" in results[3].flags
-    from judge.checks.claim_vs_diff import claim_label_of
+    from judge.checks.claim_vs_diff.check import claim_label_of
 
     assert [claim_label_of(r) for r in results] == ["correct", "incorrect", "unverifiable", "incomplete"]
 

@@ -29,12 +29,12 @@ from llm_test_support import (
     snip,
 )
 
-from judge.evidence.types import LeafEvidence
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
 from judge.judges.response_cache import InMemoryResponseCache
 from judge.local_llm import LocalModelServer
 from judge.models import LeafResult, Level
+from judge.models.evidence import LeafEvidence
 from judge.settings import Settings
 
 pytestmark = pytest.mark.llm

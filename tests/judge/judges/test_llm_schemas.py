@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from judge.checks.claim_vs_diff import CLAIM_LABELS
+from judge.checks.claim_vs_diff.check import CLAIM_LABELS
 from judge.judges.llm_schemas import BINARY_LABELS, build_answer_model, pydantic_schema
 
 LABEL_SETS = [BINARY_LABELS, CLAIM_LABELS, ("met", "partly", "missing"), ("only",)]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from llm_test_support import args_hunk, eval_hunk, requirement
 
-from judge.evidence.types import LeafEvidence
 from judge.judges.prompt_fencing import FENCE_OPEN, FENCE_RULE
 from judge.judges.prompt_reference import MAX_REFERENCE_LINES, REFERENCE_OPEN, REFERENCE_RULE
 from judge.judges.prompts import PromptBuilder, prompt_hash
 from judge.judges.token_counts import count_text_tokens
 from judge.models import ReferenceSpan
+from judge.models.evidence import LeafEvidence
 
 MODEL = "openai/local"
 LR_REFERENCE = 'def build_parser():\n    parser.add_argument("--lr", type=float, default=3e-4)\n'

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.registry import build_judge
 from judge.local_llm import LocalModelServer
 from judge.models import Submission, Task

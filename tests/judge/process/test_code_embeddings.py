@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from process_test_support import EDITED_ALGORITHMS, LoaderSpy, RunSpec
 
+from judge.embeddings.encoder import model_fingerprint
 from judge.errors import InputError
-from judge.evidence.embeddings import model_fingerprint
 from judge.process.code_chunks import WindowTokenizer, candidate_chunks, fit_pieces, line_chunks
 from judge.process.code_embeddings import CodeEmbedder, EncoderModel, resolve_model_path
 from judge.process.embedding_cache import CACHE_FILE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.registry import build_judge
 from judge.models import Grade, ReferenceFile, Submission, Task
 from judge.rubric_loader import load_rubric

@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from judge.devtools.local_services import start_openai_stub
-from judge.evidence.text_items import split_claims
-from judge.groundtruth_submission import submission_from_ground_truth
 from judge.loaders.expbench import load_expbench_tasks
 from judge.models import Task
+from judge.submission.from_ground_truth import submission_from_ground_truth
+from judge.text.items import split_claims
 from tests.conftest import EXPBENCH_TASKS
 
 # Two small tasks (few items, short texts): 105 + 128 variations, so >= 200 runs embed few texts.

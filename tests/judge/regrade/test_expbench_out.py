@@ -13,9 +13,9 @@ from typing import Any
 from typer.testing import CliRunner
 
 from judge.cli.main import _register_commands, app
-from judge.groundtruth_submission import submission_from_ground_truth
 from judge.models import Grade
 from judge.regrade.expbench_out import EXTRA_KEY, MONITOR_KEY, NOT_EXECUTED
+from judge.submission.from_ground_truth import submission_from_ground_truth
 from tests.conftest import CURIE_RUNS, EXPBENCH_TASKS, SHARED_DATA
 from tests.judge.regrade.conftest import expbench_task, sqlite_url, write_jsonl
 

@@ -8,7 +8,7 @@ import csv
 import json
 from pathlib import Path
 
-from judge.grading import fingerprint_for
+from judge.grading.grader import fingerprint_for
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import Grade
 from judge.regrade.expbench_folder import MANIFEST_NAME

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.llm import LLMJudge
 from judge.judges.token_counts import count_prompt_tokens
 from judge.loaders.native import parse_submission

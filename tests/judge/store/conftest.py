@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from judge.devtools.local_services import scratch_database
-from judge.grading import fingerprint_for
+from judge.grading.grader import fingerprint_for
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import ExpBenchMetrics, Grade, JudgeFingerprint, LeafResult, StageScore, Usage
 from judge.rubric_loader import load_rubric

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from calibration.store_labels import calibrate_stored
-from judge.grading_service import GradingService
+from judge.grading.service import GradingService
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import CalibrationStatus, JudgeFingerprint, LeafResult, Submission, Task
 from judge.rubric_loader import load_rubric

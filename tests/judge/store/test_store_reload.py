@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from judge.grading import Grader
+from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.native import load_submission_file, load_task_file
 from judge.models import Grade, JudgeFingerprint, LeafResult

@@ -1,0 +1,1 @@
+"""design_variable: does the design spec name each experiment variable with its values."""

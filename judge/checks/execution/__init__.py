@@ -1,0 +1,1 @@
+"""execution: did the run execute and finish, by its execution record."""

@@ -1,0 +1,1 @@
+"""integrity: forbidden actions in the agent log, as a gate on the whole grade."""

@@ -1,0 +1,344 @@
+"""`requirement_in_diff`: a ground-truth requirement is implemented by the agent's diff.
+
+Evidence is code-aware (judge/submission/code_units.py): the added and post-image code is cut into the
+units a reader would cite (functions, classes, blocks, config sections). Only units that act are
+candidates (`requirement_acts`): comments, docstrings, stub bodies (`pass`, `return None`,
+`raise NotImplementedError`, prints and logs only), constants and config keys no code reads never make a
+leaf pass or partial, whatever they say. Text copied from the hidden ground truth is blanked out before
+this check sees the submission (judge/safety/ground_truth_leaks.py), so it is no candidate either.
+
+With the task's reference implementation (`judge.reference`), each requirement is judged against its
+reference span: the acting units are ranked by what they do next to it (calls, values, data flow,
+control structure, lines with the code's own names abstracted: `requirement_features.match_reference`)
+and the best are the leaf's evidence. Without a reference, units are retrieved by the requirement's
+words (judge/submission/retrieval.py) and the best acting unit is described by its similarity to the
+requirement and to the sibling requirements (judge/submission/distinguishing.py).
+
+The verdict is the rubric's learned model of that mode (`reference_model`, `text_model`; trained by
+bench/train_requirement_model.py on real code with hard negatives, split by paper), else the hand-set
+thresholds below. A diff with no unit to cut (it only deletes lines) is aligned hunk by hunk as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from pydantic import field_validator
+
+from judge.checks.base import Check, CheckArgs
+from judge.checks.learned import LearnedModel, learned_decision, validate_model_fits
+from judge.checks.requirement.acts import SubmissionActs
+from judge.checks.requirement.features import (
+    REFERENCE_FEATURES,
+    TEXT_FEATURES,
+    match_reference,
+    reference_profile,
+    text_features,
+)
+from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
+from judge.checks.verdicts import embedded_result, level, margin_confidence, quote, short_location
+from judge.embeddings.encoder import Embedder
+from judge.models import Leaf, LeafResult, ReferenceSpan, Task
+from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
+from judge.reference.behaviour import Behaviour
+from judge.reference.spans import reference_index_for
+from judge.submission.code_units import CodeUnit, executable_text, prose_text
+from judge.submission.distinguishing import check_distinguishing, distinguishing_terms, missing_names
+from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist, embedding_text
+from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text
+
+_MEMO = "requirement_shortlist"
+# How many of the ranked units and files a leaf records as "where it looked".
+_CONSIDERED = 10
+LABELS = ("fail", "partial", "pass")
+
+
+class RequirementArgs(CheckArgs):
+    """Thresholds of the untrained decision, how many units a leaf is shown, and the learned models."""
+
+    pass_threshold: float = 0.5
+    partial_threshold: float = 0.38
+    explain_away_margin: float = 0.12
+    file_bonus: float = 0.08
+    top_k: int = 3
+    min_code_lines: int = 2
+    reference_pass_at: float = 0.5
+    reference_partial_at: float = 0.35
+    # Below these a unit shares next to nothing with the reference span (its lines, calls and values) or
+    # with the requirement: no model's extrapolation may pass it.
+    reference_floor: float = 0.05
+    text_floor: float = 0.1
+    text_model: LearnedModel | None = None
+    reference_model: LearnedModel | None = None
+
+    @field_validator("text_model")
+    @classmethod
+    def _text_model_fits(cls, model: LearnedModel | None) -> LearnedModel | None:
+        validate_model_fits(model, TEXT_FEATURES, LABELS)
+        return model
+
+    @field_validator("reference_model")
+    @classmethod
+    def _reference_model_fits(cls, model: LearnedModel | None) -> LearnedModel | None:
+        validate_model_fits(model, (*REFERENCE_FEATURES, *TEXT_FEATURES), LABELS)
+        return model
+
+
+def _shortlist(view: SubmissionView, queries: list[str]) -> tuple[CodeIndex, Shortlist]:
+    key = (_MEMO, tuple(queries))
+    if key not in view.memo:
+        index = CodeIndex(view.code_units, RetrievalConfig())
+        view.memo[key] = (index, index.shortlist(queries))
+    cached: tuple[CodeIndex, Shortlist] = view.memo[key]
+    return cached
+
+
+@dataclass
+class _LeafMatch:
+    """One leaf's acting units ranked against its reference span, its features, scores by unit, its spans."""
+
+    ranked: list[tuple[int, float]]
+    features: dict[str, float]
+    scores: dict[int, float]
+    spans: list[ReferenceSpan]
+
+
+class _Features:
+    """Adapter that lets `learned_decision` read a leaf's stored feature vector."""
+
+    name: ClassVar[str] = "requirement_in_diff"
+    feature_names: ClassVar[tuple[str, ...]] = (*REFERENCE_FEATURES, *TEXT_FEATURES)
+
+    def feature_vector(self, evidence: LeafEvidence) -> dict[str, float]:
+        return requirement_feature_vector(evidence)
+
+
+def requirement_feature_vector(evidence: LeafEvidence) -> dict[str, float]:
+    """The features `build_evidence` stored for a leaf (zeros for a leaf evidenced hunk by hunk)."""
+    stored = evidence.facts.get("_features") or {}
+    return {name: float(stored.get(name, 0.0)) for name in (*REFERENCE_FEATURES, *TEXT_FEATURES)}
+
+
+class RequirementInDiff(Check):
+    """Finds the acting code units that do what a requirement (or its reference span) does."""
+
+    name = "requirement_in_diff"
+    Args: ClassVar[type[CheckArgs]] = RequirementArgs
+    llm_decidable = True
+    quote_required = True
+
+    def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView) -> list[str]:
+        if not leaves:
+            return []
+        if not view.code_units:
+            return hunk_texts_to_embed(leaves, view)
+        queries = [requirement_text(leaf.target) for leaf in leaves]
+        _, shortlist = _shortlist(view, queries)
+        return queries + [embedding_text(view.code_units[u]) for u in shortlist.units_to_embed()]
+
+    def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
+                       view: SubmissionView) -> list[LeafEvidence]:
+        if not view.code_units:
+            return hunk_evidence(embedder, leaves, view, [self.args(leaf).top_k for leaf in leaves])
+        units = view.code_units
+        acts = SubmissionActs.of(view)
+        acting = [n for n in range(len(units)) if acts.acts(n)]
+        acting_set = set(acting)
+        queries = [requirement_text(leaf.target) for leaf in leaves]
+        index, shortlist = _shortlist(view, queries)
+        embedded = shortlist.units_to_embed()
+        query_vectors = embedder.encode(queries)
+        unit_vectors = embedder.encode([embedding_text(units[u]) for u in embedded])
+        ranked = index.rank(shortlist, requirement_vectors=query_vectors,
+                            unit_vectors={u: unit_vectors[i] for i, u in enumerate(embedded)})
+        sims = query_vectors @ unit_vectors.T if len(embedded) else np.zeros((len(leaves), 0), dtype=np.float32)
+        column = {u: i for i, u in enumerate(embedded)}
+        siblings = distinguishing_terms(queries)
+        by_id = {unit.id: n for n, unit in enumerate(units)}
+        touched = view.diff.touched_paths()
+        matches = self._reference_matches(embedder, leaves, task, acts, acting)
+        result = []
+        for row, leaf in enumerate(leaves):
+            args = self.args(leaf)
+            named = requirement_paths(leaf.target)
+            retrieval = ranked.requirements[row]
+            order = [by_id[s.unit_id] for s in retrieval.units]
+            text_pick = next(((rank, n) for rank, n in enumerate(order[:_CONSIDERED]) if n in acting_set), None)
+            col = column.get(text_pick[1]) if text_pick else None
+            similarity = float(sims[row, col]) if col is not None else 0.0
+            others = [r for r in range(len(leaves)) if r != row and r not in siblings[row].identical_to]
+            best_other = float(max((sims[r, col] for r in others), default=-1.0)) if col is not None else -1.0
+            score = retrieval.units[text_pick[0]] if text_pick else None
+            pick_siblings = bool(text_pick and check_distinguishing(
+                executable_text(units[text_pick[1]]) + "\n" + units[text_pick[1]].file_path,
+                siblings[row]).points_to_siblings)
+            features = text_features(
+                units, text_pick[1] if text_pick else None, text_pick[0] if text_pick else 0, similarity,
+                score.lexical if score else 0.0, score.score if score else 0.0,
+                best_other if not siblings[row].contrasts else -1.0, pick_siblings,
+                bool(text_pick and any(path_matches(p, units[text_pick[1]].file_path) for p in named)),
+                len(missing_names(view.code_terms, queries[row])),
+                sum(n in acting_set for n in order[:_CONSIDERED]) / max(1, min(_CONSIDERED, len(order))))
+            match = matches[row]
+            if match is not None:
+                features.update(match.features)
+                chosen = [n for n, _ in match.ranked[: args.top_k]]
+            else:
+                chosen = [n for n in order if n in acting_set][: args.top_k]
+            # Prose that reads like the requirement but does nothing is shown too (never as evidence).
+            prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen][:1]
+            snippets = [self._snippet(units[n], n in acting_set, named, match.scores.get(n) if match else None,
+                                      float(sims[row, column[n]]) if n in column else 0.0)
+                        for n in [*chosen, *prose]]
+            evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts={
+                "_features": features,
+                "_reference_mode": match is not None,
+                "_named_files": named,
+                "named_files_touched": [p for p in named if any(path_matches(p, t) for t in touched)],
+                "_missing_names": sorted(missing_names(view.code_terms, queries[row])),
+                "_hunks_in_diff": len(view.diff.hunks),
+                "_units_in_diff": len(units),
+                "_units_acting": len(acting),
+                "_units_embedded": len(embedded),
+                "_considered": {
+                    "files": [{"path": f.path, "score": round(f.score, 4), "via_coverage": f.via_coverage}
+                              for f in retrieval.files[:_CONSIDERED]],
+                    "units": [{"unit": u.unit_id, "score": round(u.score, 4)} for u in retrieval.units[:_CONSIDERED]],
+                    "units_ranked": len(retrieval.units)},
+            })
+            if match is not None and match.spans:
+                evidence.reference, evidence.reference_spans = match.spans[0], match.spans
+            result.append(evidence)
+        return result
+
+    def _reference_matches(self, embedder: Embedder, leaves: list[Leaf], task: Task, acts: SubmissionActs,
+                           acting: list[int]) -> list[_LeafMatch | None]:
+        """Per leaf, with the task's reference: the acting units ranked against its span, the reference
+        features (with embedding similarities), match score by unit, and the spans; None without one."""
+        index = reference_index_for(task, embed=embedder.encode)
+        if index is None:
+            return [None] * len(leaves)
+        profile = reference_profile(task, index)
+        everything = Behaviour()
+        for n in acting:
+            everything = everything.merged(acts.behaviour(n))
+        references = profile.requirements([leaf.target for leaf in leaves])
+        out: list[_LeafMatch | None] = []
+        texts: list[str] = []
+        pending: list[tuple[int, int]] = []
+        for row, reference in enumerate(references):
+            if reference is None:
+                out.append(None)
+                continue
+            found = match_reference(reference, acts, acting, everything, profile.frequencies)
+            out.append(_LeafMatch(found.ranked, found.features,
+                                  dict(found.ranked[: self.args(leaves[row]).top_k * 3]), reference.spans))
+            if found.ranked:
+                pending.append((row, found.ranked[0][0]))
+                texts += [reference.context_text[:1200], requirement_text(leaves[row].target),
+                          embedding_text(acts.units[found.ranked[0][0]])]
+        if texts:
+            vectors = embedder.encode(texts)
+            for i, (row, _) in enumerate(pending):
+                ref, req, unit = vectors[3 * i], vectors[3 * i + 1], vectors[3 * i + 2]
+                entry = out[row]
+                assert entry is not None
+                entry.features["ref_embedding"] = float(ref @ unit)
+                entry.features["ref_text_similarity"] = float(req @ unit)
+        return out
+
+    @staticmethod
+    def _snippet(unit: CodeUnit, acts: bool, named: list[str], match: float | None,
+                 similarity: float) -> AlignedSnippet:
+        # Quote from the first line of code, so the quote shows what the unit does, not its docstring.
+        first = next((i for i, role in enumerate(unit.roles) if role == "code"), 0)
+        return AlignedSnippet(
+            source="diff", text="\n".join(unit.lines[first:]), similarity=similarity,
+            location=f"{unit.file_path}:{unit.line_numbers[first]}-{unit.end_line} "
+                     f"({' '.join(filter(None, (unit.kind, unit.name)))})",
+            meta={"unit": unit.id, "file": unit.file_path, "kind": unit.kind, "code": acts,
+                  "reference_match": None if match is None else round(match, 4),
+                  "executable_share": round(unit.executable_share, 4),
+                  "prose_only": not acts and bool(prose_text(unit).strip()),
+                  "file_match": any(path_matches(p, unit.file_path) for p in named)},
+        )
+
+    def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
+        leaf, args = evidence.leaf, self.args(evidence.leaf)
+        if "_features" not in evidence.facts:
+            return self._decide_hunks(evidence, context)
+        features = requirement_feature_vector(evidence)
+        with_reference = bool(evidence.facts.get("_reference_mode"))
+        acting = [s for s in evidence.snippets if s.meta.get("code")]
+        flags: list[str] = []
+        if not acting:
+            index, confidence = 2, 1.0
+            rationale = ("no code unit of the submission acts: comments, docstrings, stubs, prints and "
+                         "unread constants or config implement nothing" if evidence.snippets
+                         else "the submission has no code to match")
+            if any(s.meta.get("prose_only") and s.similarity >= args.partial_threshold for s in evidence.snippets):
+                flags.append("restated_in_prose")
+                rationale += "; text restating it in comments, docstrings or strings is not counted"
+        else:
+            model = args.reference_model if with_reference else args.text_model
+            decision = learned_decision(_Features(), evidence, model)
+            if decision is not None:
+                index = {"pass": 0, "partial": 1}.get(decision.label, 2)
+                confidence, rationale = decision.probability, decision.reason
+            else:
+                index, confidence, rationale = self._rules(features, with_reference, args)
+            floor = self._below_floor(features, with_reference, args)
+            if floor and index < 2:
+                index, rationale = 2, f"{floor} ({rationale})"
+            rationale = f"closest acting code {short_location(acting[0].location)}: {rationale}"
+        verdict, score = level(leaf, index)
+        quotes = [quote(s, context) for s in acting[: args.top_k]] if index < 2 else []
+        return embedded_result(leaf, verdict, score=score, rationale=rationale, flags=flags,
+                               confidence=confidence, evidence=quotes,
+                               error_labels=[leaf.error_category] if index and leaf.error_category else [])
+
+    @staticmethod
+    def _below_floor(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> str:
+        """Why the best unit cannot pass whatever the model says ("" when it may)."""
+        if with_reference:
+            if not features["ref_core_empty"] and features["ref_match"] < args.reference_floor:
+                return f"the closest code shares next to nothing with the reference span (< {args.reference_floor})"
+            return ""
+        if features["txt_similarity"] < args.text_floor:
+            return f"the closest acting code is unrelated to the requirement (similarity < {args.text_floor})"
+        return ""
+
+    @staticmethod
+    def _rules(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> tuple[int, float, str]:
+        """The untrained decision: thresholds on the reference match, else on text similarity."""
+        if with_reference:
+            value = features["ref_match"]
+            pass_at, partial_at, what = args.reference_pass_at, args.reference_partial_at, "reference match"
+        else:
+            value = features["txt_similarity"] + (args.file_bonus if features["txt_file_match"] else 0.0)
+            if features["txt_siblings"] or features["txt_margin"] < -args.explain_away_margin:
+                value = min(value, args.partial_threshold - 1e-6)  # a sibling requirement's code
+            pass_at, partial_at, what = args.pass_threshold, args.partial_threshold, "similarity"
+        index = 0 if value >= pass_at else 1 if value >= partial_at else 2
+        threshold = pass_at if value >= pass_at else partial_at
+        return index, margin_confidence(value, threshold), (
+            f"{what} {value:.2f} (implemented at >= {pass_at}, partial at >= {partial_at})")
+
+    def _decide_hunks(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
+        """A diff that only deletes lines: the hunk windows by similarity (explain-away on siblings)."""
+        leaf, args = evidence.leaf, self.args(evidence.leaf)
+        own = [s for s in evidence.snippets
+               if s.similarity >= float(s.meta.get("best_other", -1.0)) - args.explain_away_margin]
+        scored = sorted(((s.similarity + (args.file_bonus if s.meta.get("file_match") else 0.0), s) for s in own),
+                        key=lambda pair: -pair[0])
+        best_value = scored[0][0] if scored else 0.0
+        index = 0 if best_value >= args.pass_threshold else 1 if best_value >= args.partial_threshold else 2
+        verdict, score = level(leaf, index)
+        threshold = args.pass_threshold if best_value >= args.pass_threshold else args.partial_threshold
+        quotes = [quote(s, context) for v, s in scored[: args.top_k] if v >= args.partial_threshold] \
+            if index < 2 else []
+        return embedded_result(leaf, verdict, score=score, confidence=margin_confidence(best_value, threshold),
+                               rationale=f"closest hunk scores {best_value:.2f}", evidence=quotes,
+                               error_labels=[leaf.error_category] if index and leaf.error_category else [])

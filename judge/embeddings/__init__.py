@@ -1,0 +1,1 @@
+"""The sentence-embedding model, its content-keyed vector cache, and shortlists ranked by it."""

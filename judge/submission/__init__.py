@@ -1,0 +1,1 @@
+"""The submission parsed once: its diff, code units, notebooks, execution records and text, as one view."""

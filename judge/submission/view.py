@@ -1,0 +1,158 @@
+"""A submission parsed once: diff hunks, design items, conclusion sentences, log and integrity facts.
+
+Also the small text helpers the checks share about requirements (their file references, their text
+without step prefixes) and ground-truth values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge.models import Submission
+from judge.safety.agent_log import IntegrityFinding, scan_agent_log
+from judge.safety.injection import InjectionFinding, find_injections, strip_injections
+from judge.submission.code_units import CodeUnit, executable_text, units_from_diff
+from judge.submission.diff import ParsedDiff, parse_diff
+from judge.submission.distinguishing import EvidenceTerms, evidence_terms
+from judge.submission.execution_errors import LogClassification, classify_execution
+from judge.text.items import DesignItem, parse_design_items, split_claims
+
+# Hunks longer than this are aligned piecewise, so one requirement's code is not averaged away
+# inside a 2,000-line new file.
+ALIGN_HUNK_LINES = 40
+_STEP_PREFIX = re.compile(r"^\s*(?:step\s*\d+|final step)\s*[:.)-]\s*", re.IGNORECASE)
+_PATH_REF = re.compile(r"\(?\s*(/?[\w./-]+\.\w+)(?::[\d,\s-]+)?\s*\)?")
+
+
+def requirement_text(requirement: str) -> str:
+    """A requirement without its "Step N:" prefix and file references, for alignment."""
+    text = _STEP_PREFIX.sub("", requirement)
+    return _PATH_REF.sub(lambda m: "" if "/" in m.group(1) else m.group(0), text).strip() or requirement
+
+
+def requirement_paths(requirement: str) -> list[str]:
+    """File paths a requirement names, e.g. /workspace/scripts/analyze.py."""
+    return [m.group(1) for m in _PATH_REF.finditer(requirement) if "/" in m.group(1)]
+
+
+_TOKEN = re.compile(r"[\w.@%+-]+")
+
+
+def value_stated(value: str, text: str) -> bool:
+    """Whether every token of a ground-truth value occurs in `text` (case-insensitive)."""
+    wanted = {t.strip(".").lower() for t in _TOKEN.findall(value.split(":", 1)[-1])} - {""}
+    have = {t.strip(".").lower() for t in _TOKEN.findall(text)}
+    return bool(wanted) and wanted <= have
+
+
+def path_matches(named: str, touched: str) -> bool:
+    """Whether a diff path is the file a requirement names (suffix match on path components)."""
+    named_parts = [p for p in named.strip("/").split("/") if p not in {"workspace", "."}]
+    touched_parts = touched.strip("/").split("/")
+    tail = named_parts[-2:] if len(named_parts) >= 2 else named_parts
+    return bool(tail) and touched_parts[-len(tail):] == tail
+
+
+def without_flagged_lines(unit: CodeUnit, flagged: Callable[[str], bool]) -> CodeUnit:
+    """`unit` with every line `flagged` accepts read as a comment: never executable code, never evidence.
+
+    Text aimed at the grader (an injection) is cut from what alignment sees; inside code, a string or
+    comment that holds such an order must not count as an implementation either.
+    """
+    hits = [i for i, line in enumerate(unit.lines) if flagged(line)]
+    if not hits:
+        return unit
+    roles, executable, prose = list(unit.roles), list(unit.executable_lines), list(unit.prose_lines)
+    for i in hits:
+        roles[i], executable[i], prose[i] = "comment", "", ""
+    return dataclasses.replace(unit, roles=tuple(roles), executable_lines=tuple(executable), prose_lines=tuple(prose))
+
+
+@dataclass
+class SubmissionView:
+    """A submission parsed once: diff hunks, design items, conclusion sentences, log facts."""
+
+    submission: Submission
+    diff: ParsedDiff
+    design_items: list[DesignItem]
+    conclusion_sentences: list[str]
+    execution: LogClassification
+    integrity: list[IntegrityFinding]
+    injections: list[InjectionFinding] = field(default_factory=list)
+    diff_injected: bool = False
+    # What checks compute once per submission and share between `texts_to_embed` and `build_evidence`.
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def build(cls, submission: Submission, *, masked_files: list[str] | None = None) -> SubmissionView:
+        """Parse every part of `submission`; a malformed diff raises MalformedDiffError."""
+        diff = parse_diff(submission.diff or "", max_hunk_lines=ALIGN_HUNK_LINES)
+        design = submission.design
+        injections: list[InjectionFinding] = []
+        if isinstance(design, str):
+            injections += find_injections(design)
+            design = strip_injections(design)
+        elif design:  # a list or mapping: flagged; its items are parsed as they are
+            injections += find_injections(json.dumps(design, ensure_ascii=False, default=str))
+        conclusion = submission.conclusion or ""
+        injections += find_injections(conclusion)
+        diff_injections = find_injections(submission.diff or "")
+        injections += diff_injections
+        injections += find_injections(submission.agent_log or "")  # read by the integrity checks, not aligned
+        return cls(
+            submission=submission,
+            diff=diff,
+            design_items=parse_design_items(design),
+            conclusion_sentences=split_claims(strip_injections(conclusion)),
+            execution=classify_execution(submission.execution),
+            integrity=scan_agent_log(submission.agent_log, masked_files=masked_files or []),
+            injections=injections,
+            diff_injected=bool(diff_injections),
+        )
+
+    @functools.cached_property
+    def hunk_texts(self) -> list[str]:
+        """Each hunk's searchable text with instructions to the grader cut out: what alignment embeds."""
+        return [strip_injections(h.searchable_text()) for h in self.diff.hunks]
+
+    @functools.cached_property
+    def code_units(self) -> list[CodeUnit]:
+        """The added and post-image code cut into units a reader would cite (functions, classes, blocks,
+        config sections), each line told code from comment, docstring or prose string."""
+        if self.diff.is_empty:
+            return []
+        if not self.diff_injected:
+            return units_from_diff(self.diff)
+        # Lines aimed at the grader are cut from alignment, in code units as in hunk texts: an added line
+        # holding one is read as if it were not there (it shapes no unit: a quote in it can change how a
+        # parser reads the rest of the file); one left in a unit (a context line) is never code.
+        def aimed_at_grader(line: str) -> bool:
+            return bool(find_injections(line))
+
+        units = units_from_diff(self.diff, skip=aimed_at_grader)
+        return [without_flagged_lines(unit, aimed_at_grader) for unit in units]
+
+    @functools.cached_property
+    def code_terms(self) -> EvidenceTerms:
+        """Every term of the diff's executable code and file paths (what a requirement's names must match)."""
+        return evidence_terms([*(executable_text(u) for u in self.code_units),
+                               *(u.file_path for u in self.code_units)])
+
+    def source_texts(self) -> dict[str, str]:
+        """Full text of each part of the submission, for mechanical quote checks."""
+        sub = self.submission
+        design = sub.design if isinstance(sub.design, str) else str(sub.design or "")
+        execution = sub.execution
+        return {
+            "design": design,
+            "diff": sub.diff or "",
+            "conclusion": sub.conclusion or "",
+            "execution": (execution.logs + "\n" + (execution.reproduce_script or "")) if execution else "",
+            "agent_log": sub.agent_log or "",
+        }
