@@ -22,7 +22,7 @@ from judge.regrade.costing import price_for
 from judge.regrade.sources import Discovery, RunRef
 
 if TYPE_CHECKING:
-    from judge.regrade.runner import Regrader
+    from judge.regrade.state import RegradeState
 
 POLL_SECONDS = 0.5
 # Jobs whose state one poll reads (round robin over the runs still waiting). A grade shows up in the
@@ -36,7 +36,7 @@ _UPSTREAM_RETRIES = 3
 _FINISHED = ("succeeded", "partial", "failed")
 
 
-async def grade_on_celery(regrader: Regrader, misses: list[RunRef], discovery: Discovery) -> None:
+async def grade_on_celery(regrader: RegradeState, misses: list[RunRef], discovery: Discovery) -> None:
     """Create (or find) one job per run, send it to the workers, and wait for every grade or failure.
 
     Raises:
@@ -85,7 +85,7 @@ async def grade_on_celery(regrader: Regrader, misses: list[RunRef], discovery: D
         await asyncio.to_thread(app.close)
 
 
-async def _wait(regrader: Regrader, waiting: dict[str, tuple[RunRef, str]]) -> None:
+async def _wait(regrader: RegradeState, waiting: dict[str, tuple[RunRef, str]]) -> None:
     """Poll the store until every job's grade is stored or its job failed for good."""
     store = regrader.store
     assert store is not None

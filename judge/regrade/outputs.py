@@ -15,7 +15,7 @@ from judge.regrade.sources import run_key
 
 if TYPE_CHECKING:
     from judge.regrade.options import RegradeResult
-    from judge.regrade.runner import Regrader
+    from judge.regrade.state import RegradeState
 
 CHANGES_JSON = "changes.json"
 CHANGES_HTML = "changes.html"
@@ -23,7 +23,7 @@ SUMMARY_JSON = "summary.json"
 ESTIMATE_CSV = "estimate.csv"
 
 
-async def previous_records(regrader: Regrader, digest: str) -> dict[str, RunRecord]:
+async def previous_records(regrader: RegradeState, digest: str) -> dict[str, RunRecord]:
     """Each graded run's grade under fingerprint `digest`: by its run key, else from the grade cache."""
     store = regrader.store
     assert store is not None
@@ -59,7 +59,7 @@ def summary_of(result: RegradeResult, out_dir: Path) -> dict[str, Any]:
     }
 
 
-async def write_outputs(regrader: Regrader, result: RegradeResult) -> dict[str, Path]:
+async def write_outputs(regrader: RegradeState, result: RegradeResult) -> dict[str, Path]:
     """runs.csv, runs.parquet, changes.json, changes.html and summary.json in the output folder."""
     out = regrader.options.out_dir
     previous = None
