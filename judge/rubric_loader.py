@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from judge.checks.base import validate_args
+from judge.checks.base import bind_args
 from judge.checks.registry import CHECKS
 from judge.errors import RubricError, UnknownRubricError
 from judge.models import Leaf, LeafTemplate, Rubric, Task
@@ -56,7 +56,8 @@ def parse_rubric(data: Any, source: str) -> Rubric:
 
 
 def validate_checks(rubric: Rubric, source: str) -> None:
-    """Each leaf template's check exists and takes the arguments given.
+    """Each leaf template's check exists and takes the arguments given; the parsed arguments are kept on the
+    template's check spec, which every leaf it expands to shares (checks never parse them again).
 
     Raises:
         RubricError: field `<source>: stages[i].leaves[j] (<template id>).check...`.
@@ -65,7 +66,7 @@ def validate_checks(rubric: Rubric, source: str) -> None:
         for j, template in enumerate(stage.leaves):
             where = f"{source}: stages[{i}].leaves[{j}] ({template.id})"
             check = CHECKS.get(template.check.name, where=f"{where}.check.name")
-            validate_args(check, template.check.args, where)
+            bind_args(check, template.check, where)
 
 
 def load_rubric(ref: str, rubrics_dir: Path | None = None) -> Rubric:

@@ -1,10 +1,12 @@
 """What a check is: a name, an arguments model, its evidence and its deterministic decision.
 
 A rubric leaf names a check (`check.name`) and gives it arguments (`check.args`). Everything the
-library knows about that name lives in the check's own module: which arguments it takes (a pydantic
-model that forbids unknown keys, so a rubric typo fails at load), whether an LLM may decide it (and
-what it may answer), the texts alignment must embed, how its evidence is built, and how the embedded
-judge decides it. The evidence builder, the embedded judge and the LLM prompts iterate over the
+library knows about that name lives in the check's own folder: which arguments it takes (a pydantic
+model that forbids unknown keys, so a rubric typo fails at load, where they are parsed once for every
+leaf of the template), whether an LLM may decide it (and what it may answer), the texts alignment must
+embed, how its evidence is built, what it records on a leaf and on a snippet (its `payload.py`: models
+extending `CheckFacts` and `SnippetMeta`, whose `for_llm()` is what an LLM judge may see), and how the
+embedded judge decides it. The evidence builder, the embedded judge and the LLM prompts iterate over the
 registry (`judge.checks.registry`) instead of switching on names.
 """
 
@@ -17,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judge.embeddings.encoder import Embedder
 from judge.errors import RubricError
-from judge.models import Leaf, LeafResult, Rubric, Task, Verdict
+from judge.models import CheckSpec, Leaf, LeafResult, Rubric, Task, Verdict
 from judge.models.evidence import GradingContext, LeafEvidence
 from judge.submission.view import SubmissionView
 
@@ -53,6 +55,17 @@ def validate_args(check: Check, args: dict[str, Any], where: str) -> CheckArgs:
         raise RubricError(message, field=f"{where}.check.args.{key}") from exc
 
 
+def bind_args(check: Check, spec: CheckSpec, where: str) -> CheckArgs:
+    """`spec.args` parsed by the check's model and kept on `spec` (every leaf of a template shares its spec).
+
+    Raises:
+        RubricError: as `validate_args`.
+    """
+    parsed = validate_args(check, spec.args, where)
+    spec.keep_parsed(parsed)
+    return parsed
+
+
 class Check(ABC):
     """One check: subclass, set the class attributes, implement `build_evidence` and `decide`.
 
@@ -73,8 +86,12 @@ class Check(ABC):
     llm_answers: ClassVar[str | None] = None
 
     def args(self, leaf: Leaf) -> Any:
-        """The leaf's arguments parsed by this check's model (validated at rubric load already)."""
-        return validate_args(self, leaf.check.args, f"leaf {leaf.template_id}")
+        """The leaf's arguments as this check's model parsed them at rubric load (`bind_args`); a spec made
+        elsewhere (a test's, a tuning trial's) is parsed here, once, and kept the same way."""
+        parsed = leaf.check.parsed_args(self.Args)
+        if parsed is None:
+            parsed = bind_args(self, leaf.check, f"leaf {leaf.template_id}")
+        return parsed
 
     def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView) -> list[str]:
         """The texts `build_evidence` will embed, so a grade embeds everything in one model call."""

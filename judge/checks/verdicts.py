@@ -6,7 +6,7 @@ import numpy as np
 
 from judge.embeddings.encoder import Vectors
 from judge.models import EvidenceQuote, Leaf, LeafResult, ReasonCode, Verdict
-from judge.models.evidence import AlignedSnippet, GradingContext
+from judge.models.evidence import AlignedSnippet, GradingContext, SnippetMeta
 from judge.safety.quotes import quote_found
 
 EMBEDDED = "embedded"
@@ -23,14 +23,24 @@ def margin_confidence(value: float, threshold: float) -> float:
     return round(0.5 + min(0.5, abs(value - threshold) / 0.2 * 0.5), 4)
 
 
+class RankedMeta(SnippetMeta):
+    """A snippet ranked for a leaf against its sibling leaves (`ranked`).
+
+    Attributes:
+        best_other: The best similarity any other leaf of the check has to this snippet (-1 without one).
+    """
+
+    best_other: float
+
+
 def eligible(snippets: list[AlignedSnippet], margin: float) -> list[AlignedSnippet]:
     """Snippets this leaf explains about as well as any sibling leaf does (explain-away rule).
 
     A snippet that another ground-truth item matches much better (by more than `margin`) is
     that item's evidence, not this one's: dropping one requirement must fail that leaf even
-    when a sibling's hunk looks similar.
+    when a sibling's hunk looks similar. The snippets' metadata extends `RankedMeta`.
     """
-    return [s for s in snippets if s.similarity >= float(s.meta.get("best_other", -1.0)) - margin]
+    return [s for s in snippets if s.similarity >= RankedMeta.of(s.meta).best_other - margin]
 
 
 def ranked(sims: Vectors, row: int, top_k: int) -> list[tuple[int, float, float]]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from judge.checks.registry import CHECKS
 from judge.judges.llm_schemas import SCHEMA_VERSION, labels_for
@@ -26,7 +25,7 @@ from judge.judges.prompt_fencing import FENCE_RULE, fence, looks_like_injection,
 from judge.judges.prompt_reference import REFERENCE_RULE, fence_reference, leaf_references, reference_key
 from judge.judges.prompt_reference import hash_parts as reference_hash_parts
 from judge.models import Leaf, Stage, content_hash
-from judge.models.evidence import AlignedSnippet, LeafEvidence
+from judge.models.evidence import AlignedSnippet, CheckFacts, LeafEvidence
 
 PROMPT_VERSION = "llm-judge-v3"
 
@@ -105,15 +104,15 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _render_facts(facts: dict[str, Any]) -> str:
-    # Keys starting with "_" are bookkeeping for the embedded judge (counts, facts the target
-    # already states); empty findings say nothing. Neither is worth the model's tokens.
-    facts = {k: v for k, v in facts.items() if not k.startswith("_") and v not in (None, "", [], {})}
-    if not facts:
+def _render_facts(facts: CheckFacts) -> str:
+    # Only what the check declares shown to an LLM (`for_llm`): the rest feeds the embedded decision.
+    # Empty findings say nothing, so they are not worth the model's tokens either.
+    shown = {k: v for k, v in facts.for_llm().items() if v not in (None, "", [], {})}
+    if not shown:
         return ""
     # Facts are mechanical findings but may carry agent strings (a found number's sentence),
     # so they are neutralised too; capped because they are hints, not evidence.
-    text = neutralise(json.dumps(facts, sort_keys=True, default=str, separators=(",", ":"))).text
+    text = neutralise(json.dumps(shown, sort_keys=True, separators=(",", ":"))).text
     if len(text) > MAX_FACTS_CHARS:
         text = text[: MAX_FACTS_CHARS - 1] + "…"
     return f" | facts: {text}"
@@ -253,7 +252,7 @@ class PromptBuilder:
             while keep > 1:
                 keep = max(1, int(keep * 0.8))
                 cut_text = "\n".join(lines[:keep]) + "\n" + CUT_MARK.format(lines=len(lines) - keep)
-                cut = snippets[0].model_copy(update={"text": cut_text, "meta": {**snippets[0].meta, "cut": True}})
+                cut = snippets[0].model_copy(update={"text": cut_text})
                 trimmed = item.model_copy(update={"snippets": [cut]})
                 if self._alone(trimmed) <= self._budget:
                     break

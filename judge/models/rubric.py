@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from judge.models.hashing import content_hash
 
@@ -13,6 +13,7 @@ STAGES: tuple[Stage, ...] = ("design", "implementation", "execution", "conclusio
 EvidenceSource = Literal["design", "diff", "execution", "conclusion", "agent_log", "trajectory"]
 # What a template expands over: one leaf per ground-truth item, or one leaf in all.
 Expansion = Literal["design_variable", "requirement", "outcome_claim", "single"]
+ArgsModel = TypeVar("ArgsModel", bound=BaseModel)
 
 
 class Level(BaseModel):
@@ -26,12 +27,30 @@ class Level(BaseModel):
 
 
 class CheckSpec(BaseModel):
-    """A named check with serialisable arguments (e.g. thresholds the embedded judge uses)."""
+    """A named check with serialisable arguments (e.g. thresholds the embedded judge uses).
 
-    model_config = ConfigDict(extra="forbid")
+    `args` is what the rubric says (hashed, stored, shown); the check's arguments model parses it once, at
+    rubric load (`judge.rubric_loader`), and the parsed model is kept here for every leaf of the template.
+    A copy whose `args` is replaced (`model_copy(update=...)`) parses its own; `args` is never changed in
+    place (the kept model would not follow).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    _parsed: tuple[dict[str, Any], BaseModel] | None = PrivateAttr(default=None)
+
+    def parsed_args(self, model: type[ArgsModel]) -> ArgsModel | None:
+        """`args` as `model` parsed them (`keep_parsed`), or None when it has not (or `args` was replaced)."""
+        if self._parsed is None:
+            return None
+        source, parsed = self._parsed
+        return parsed if source is self.args and isinstance(parsed, model) else None
+
+    def keep_parsed(self, parsed: BaseModel) -> None:
+        """Keep `parsed`, the arguments model of this spec's `args`, for `parsed_args`."""
+        self._parsed = (self.args, parsed)
 
 
 class LeafTemplate(BaseModel):

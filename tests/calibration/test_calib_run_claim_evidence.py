@@ -82,15 +82,15 @@ def test_change_verbs_that_contradict_the_diff_are_conflicts() -> None:
     config = lines_of(CONFIG_HUNK)
     removal = lines_of(REMOVAL_DIFF)
     said_removed = claim_features("The use_cache attribute has been removed.", config)
-    assert said_removed["verbs"] == ["removed"]
-    assert said_removed["conflicts"] == ["says removed, but the names it mentions are only on added lines"]
+    assert said_removed.verbs == ["removed"]
+    assert said_removed.conflicts == ["says removed, but the names it mentions are only on added lines"]
     said_added = claim_features("A field legacyCache was added to Loader.", removal)
-    assert "says added, but the diff adds no line" in said_added["conflicts"]
-    assert claim_features("The legacyCache field is no longer created.", removal)["conflicts"] == []
-    assert claim_features("The retries default changed from 3 to 5.", config)["conflicts"] == []
+    assert "says added, but the diff adds no line" in said_added.conflicts
+    assert claim_features("The legacyCache field is no longer created.", removal).conflicts == []
+    assert claim_features("The retries default changed from 3 to 5.", config).conflicts == []
     reversed_claim = claim_features("The retries default changed from 5 to 3.", config)
-    assert reversed_claim["conflicts"] == ["says from 5 to 3, but the diff goes from 3 to 5"]
-    assert said_removed["diff_shows"] == ["added", "removed", "changed"]
+    assert reversed_claim.conflicts == ["says from 5 to 3, but the diff goes from 3 to 5"]
+    assert said_removed.diff_shows == ["added", "removed", "changed"]
 
 
 def test_hedging_cues_and_cut_off_claims() -> None:
@@ -107,9 +107,9 @@ def test_hedging_cues_and_cut_off_claims() -> None:
 
 def test_numbers_of_the_claim_are_checked_against_the_diff() -> None:
     lines = lines_of(CONFIG_HUNK)
-    assert claim_features("retries is raised to 5.", lines)["numbers"] == "match"
-    assert claim_features("retries is raised to 7.", lines)["numbers"] == "mismatch"
-    assert claim_features("retries is raised.", lines)["numbers"] == "claim_has_no_numbers"
+    assert claim_features("retries is raised to 5.", lines).numbers == "match"
+    assert claim_features("retries is raised to 7.", lines).numbers == "mismatch"
+    assert claim_features("retries is raised.", lines).numbers == "claim_has_no_numbers"
 
 
 def judge_claims(claims: list[str], diff: str, **args: Any) -> list[CaseOutcome]:

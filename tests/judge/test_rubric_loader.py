@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+import judge.checks.base
+from judge.checks.registry import CHECKS
 from judge.errors import RubricError, UnknownRubricError
 from judge.models import DesignVariable, Task
-from judge.rubric_loader import expand_rubric, list_rubrics, load_rubric
+from judge.rubric_loader import expand_rubric, list_rubrics, load_rubric, parse_rubric
 
 RUBRIC = Path(__file__).resolve().parents[2] / "rubrics" / "expbench-v1.yaml"
 
@@ -43,6 +45,25 @@ def test_expansion_gives_one_leaf_per_item() -> None:
     design = leaves[0]
     assert design.target_meta == {"name": "lr", "role": "independent", "values": ["0.1", "0.01"]}
     assert design.check.args["match_threshold"] > 0
+
+
+def test_check_arguments_are_parsed_once_at_load_and_shared_by_the_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    rubric = parse_rubric(yaml.safe_load(RUBRIC.read_text()), str(RUBRIC))
+    leaves = expand_rubric(rubric, _task())
+
+    def no_parse(*_: object) -> None:
+        raise AssertionError("check arguments parsed again after load")
+
+    monkeypatch.setattr(judge.checks.base, "validate_args", no_parse)
+    parsed = {leaf.id: CHECKS.get(leaf.check.name).args(leaf) for leaf in leaves}
+    first, second = parsed["requirement.0"], parsed["requirement.1"]
+    assert first is second and first.top_k == leaves[2].check.args.get("top_k", first.top_k)
+    monkeypatch.undo()
+    # A spec whose arguments are replaced parses its own, not the one kept for the template.
+    design = leaves[0]
+    changed = design.model_copy(update={"check": design.check.model_copy(update={"args": {"top_k": 7}})})
+    assert CHECKS.get("design_variable_match").args(changed).top_k == 7
+    assert CHECKS.get("design_variable_match").args(design).top_k != 7
 
 
 def test_missing_ground_truth_gives_a_placeholder_leaf() -> None:

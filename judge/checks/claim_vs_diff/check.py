@@ -32,13 +32,14 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from judge.checks.base import Check, CheckArgs
+from judge.checks.base import Check, CheckArgs, validate_args
 from judge.checks.claim_vs_diff.evidence import (
     ClaimEvidenceSettings,
     alignment_texts,
     build_claim_evidence,
     signal_names,
 )
+from judge.checks.claim_vs_diff.payload import ClaimFacts
 from judge.checks.learned import LearnedArgs, LearnedModel, learned_decision, validate_model_fits
 from judge.checks.verdicts import embedded_result, margin_confidence, quote
 from judge.embeddings.encoder import Embedder
@@ -91,19 +92,19 @@ class ClaimArgs(LearnedArgs):
 
 def claim_feature_vector(evidence: LeafEvidence) -> dict[str, float]:
     """The learned decision's features of one claim-vs-diff leaf (`CLAIM_FEATURE_NAMES`), from its evidence."""
-    facts = evidence.facts
-    values = {name: float(value) for name, value in (facts.get("_signals") or {}).items()}
+    facts = ClaimFacts.of(evidence.facts)
+    values = dict(facts.signals)
     sims = sorted((s.similarity for s in evidence.snippets), reverse=True)
     values["similarity_best"] = sims[0] if sims else 0.0
     values["similarity_mean"] = sum(sims) / len(sims) if sims else 0.0
     values["similarity_spread"] = sims[0] - sims[-1] if sims else 0.0
-    cut = float(facts.get("cut_off", 0.0))
+    cut = facts.cut_off
     values["cut_off"], values["cut_off_strong"] = cut, float(cut >= 0.75)
-    values["hedges"] = float(min(len(facts.get("hedges") or []), 4))
-    values["conflicts"] = float(min(len(facts.get("conflicts") or []), 3))
-    values["numbers_match"] = float(facts.get("numbers") == "match")
-    values["numbers_mismatch"] = float(facts.get("numbers") == "mismatch")
-    values["hunks"] = math.log1p(float(facts.get("hunks", 0)))
+    values["hedges"] = float(min(len(facts.hedges), 4))
+    values["conflicts"] = float(min(len(facts.conflicts), 3))
+    values["numbers_match"] = float(facts.numbers == "match")
+    values["numbers_mismatch"] = float(facts.numbers == "mismatch")
+    values["hunks"] = math.log1p(float(facts.hunks))
     missing = [name for name in CLAIM_FEATURE_NAMES if name not in values]
     if missing:
         raise KeyError(f"evidence without the claim signals {', '.join(missing[:3])}: built by an older version?")
@@ -119,62 +120,61 @@ class ClaimDecision:
     reason: str
 
 
-def mismatch_score(facts: dict[str, Any], args: dict[str, Any]) -> tuple[float, list[str]]:
+def mismatch_score(facts: ClaimFacts, args: ClaimArgs) -> tuple[float, list[str]]:
     """The evidence that the claim is false (0..1) and what makes it up."""
     parts: list[tuple[float, str]] = []
-    names = facts.get("identifiers") or {}
-    share = facts.get("absent_share")
-    if share is not None and len(names) >= args["min_identifiers"]:
+    names = facts.identifiers
+    share = facts.absent_share
+    if share is not None and len(names) >= args.min_identifiers:
         absent = [n for n, where in names.items() if where == "absent"]
         parts.append((float(share), f"{len(absent)}/{len(names)} named code items not in the diff"
                                     + (f" ({', '.join(absent[:3])})" if absent else "")))
-    conflicts = facts.get("conflicts") or []
-    if conflicts:
-        parts.append((args["conflict_weight"], "; ".join(conflicts)))
-    if facts.get("numbers") == "mismatch":
-        details = "; ".join(facts.get("number_details") or [])
-        parts.append((args["numeric_weight"], f"numbers not in the diff: {details}"))
+    if facts.conflicts:
+        parts.append((args.conflict_weight, "; ".join(facts.conflicts)))
+    if facts.numbers == "mismatch":
+        details = "; ".join(facts.number_details)
+        parts.append((args.numeric_weight, f"numbers not in the diff: {details}"))
     if not parts:
         return 0.0, []
     score = max(value for value, _ in parts)
     return score, [text for value, text in parts if value > 0]
 
 
-def classify_claim(facts: dict[str, Any], best_similarity: float, args: dict[str, Any]) -> ClaimDecision:
+def classify_claim(facts: ClaimFacts, best_similarity: float, args: ClaimArgs) -> ClaimDecision:
     """The claim label from the facts of `build_claim_evidence` and the best snippet similarity.
 
     Args:
-        facts: `LeafEvidence.facts` of a claim-vs-diff leaf.
+        facts: The facts of a claim-vs-diff leaf.
         best_similarity: Similarity of the best-aligned snippet (0.0 when the diff has no hunk).
-        args: Resolved arguments (`claim_args`).
+        args: The leaf's arguments.
     """
     margins: list[float] = []
-    cut = float(facts.get("cut_off", 0.0))
-    margins.append(margin_confidence(cut, args["incomplete_at"]))
-    if cut >= args["incomplete_at"]:
+    cut = facts.cut_off
+    margins.append(margin_confidence(cut, args.incomplete_at))
+    if cut >= args.incomplete_at:
         return ClaimDecision("incomplete", margins[-1], f"the claim is cut off mid-sentence (score {cut:.2f})")
     mismatch, why = mismatch_score(facts, args)
-    margins.append(margin_confidence(mismatch, args["incorrect_at"]))
-    if mismatch >= args["incorrect_at"]:
+    margins.append(margin_confidence(mismatch, args.incorrect_at))
+    if mismatch >= args.incorrect_at:
         return ClaimDecision("incorrect", margins[-1], "the diff contradicts the claim: " + "; ".join(why))
-    hedges = list(facts.get("hedges") or [])
-    speculative = len(hedges) >= args["hedge_min"]
+    hedges = facts.hedges
+    speculative = len(hedges) >= args.hedge_min
     if speculative:
-        margins.append(margin_confidence(best_similarity, args["speculation_similarity"]))
-        if best_similarity < args["speculation_similarity"]:
+        margins.append(margin_confidence(best_similarity, args.speculation_similarity))
+        if best_similarity < args.speculation_similarity:
             return ClaimDecision(
                 "unverifiable", min(margins),
                 f"speculative claim ({', '.join(hedges)}) about code the diff barely shows "
-                f"(similarity {best_similarity:.2f} < {args['speculation_similarity']})",
+                f"(similarity {best_similarity:.2f} < {args.speculation_similarity})",
             )
-    margins.append(margin_confidence(best_similarity, args["correct_threshold"]))
-    if best_similarity >= args["correct_threshold"]:
+    margins.append(margin_confidence(best_similarity, args.correct_threshold))
+    if best_similarity >= args.correct_threshold:
         return ClaimDecision("correct", min(margins),
                              f"the claim matches the diff (similarity {best_similarity:.2f} >= "
-                             f"{args['correct_threshold']}; no contradiction found)")
-    low = str(args["low_similarity_label"])
+                             f"{args.correct_threshold}; no contradiction found)")
+    low = str(args.low_similarity_label)
     return ClaimDecision(low, min(margins), f"the diff hardly relates to the claim (similarity "
-                                            f"{best_similarity:.2f} < {args['correct_threshold']})")
+                                            f"{best_similarity:.2f} < {args.correct_threshold})")
 
 
 class ClaimVsDiff(Check):
@@ -205,13 +205,13 @@ class ClaimVsDiff(Check):
 
     def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
         leaf = evidence.leaf
-        parsed = self.args(leaf)
+        parsed: ClaimArgs = self.args(leaf)
         best = max(evidence.snippets, key=lambda s: s.similarity, default=None)
         learned = learned_decision(self, evidence, parsed.model)
         if learned is not None:
             decision = ClaimDecision(learned.label, learned.probability, learned.reason)
         else:
-            decision = classify_claim(evidence.facts, best.similarity if best else 0.0, parsed.model_dump())
+            decision = classify_claim(ClaimFacts.of(evidence.facts), best.similarity if best else 0.0, parsed)
         quotes = [quote(best, context)] if best is not None else []
         flags = [f"{LABEL_FLAG}{decision.label}"]
         if decision.label == "correct":
@@ -235,15 +235,15 @@ class ClaimVsDiff(Check):
         return ("fail", 0.0) if label == "incorrect" else ("unscored", None)
 
 
-def claim_args(args: dict[str, Any]) -> dict[str, Any]:
+def claim_args(args: dict[str, Any]) -> ClaimArgs:
     """The check's arguments with defaults filled in, validated (see `ClaimArgs`).
 
     Raises:
         RubricError: an unknown or ill-typed argument (field `...check.args.<name>`).
     """
-    from judge.checks.base import validate_args
-
-    return validate_args(ClaimVsDiff(), args, "claim_vs_diff").model_dump()
+    parsed = validate_args(ClaimVsDiff(), args, "claim_vs_diff")
+    assert isinstance(parsed, ClaimArgs)
+    return parsed
 
 
 def claim_label_of(result: LeafResult) -> str | None:

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from judge.checks.claim_vs_diff.features import DiffLines, claim_signals, pair_names
 from judge.checks.claim_vs_diff.features_text import cut_off_score
+from judge.checks.claim_vs_diff.payload import ClaimFacts
 from judge.embeddings.encoder import Embedder
 from judge.embeddings.shortlist import EMBED_ALL_UP_TO, shortlisted_similarity
 from judge.models import Leaf
-from judge.models.evidence import AlignedSnippet, LeafEvidence
+from judge.models.evidence import AlignedSnippet, DiffShortlist, LeafEvidence
 from judge.submission.diff import Hunk, ParsedDiff
 from judge.text.numeric_claims import compare_numbers
 
@@ -238,8 +239,8 @@ def hedging_cues(claim: str) -> list[str]:
     return list(dict.fromkeys(m.group(0).lower() for m in _HEDGE.finditer(prose_of(claim))))
 
 
-def claim_features(claim: str, lines: DiffLines, *, rel_tol: float = 0.0, abs_tol: float = 0.0) -> dict[str, Any]:
-    """The mechanical facts of a claim against a diff (see the module docstring), JSON-serialisable."""
+def claim_features(claim: str, lines: DiffLines, *, rel_tol: float = 0.0, abs_tol: float = 0.0) -> ClaimFacts:
+    """The mechanical facts of a claim against a diff (see the module docstring); `hunks` is left at 0."""
     names = claim_identifiers(claim)
     located = {name: locate(name, lines) for name in names}
     verbs = change_verbs(claim)
@@ -249,24 +250,22 @@ def claim_features(claim: str, lines: DiffLines, *, rel_tol: float = 0.0, abs_to
     absent = [name for name, where in located.items() if not where]
     where_of = {name: located.get(name) or locate(name, lines) for name in pair_names(claim)}
     signals = claim_signals(claim, prose_of(claim), verbs, located, where_of, lines)
-    return {
-        "cut_off": cut_off_score(claim),
-        "hedges": hedging_cues(claim),
-        "identifiers": {name: "+".join(where) or "absent" for name, where in located.items()},
-        "absent_share": round(len(absent) / len(names), 4) if names else None,
-        "verbs": verbs,
-        "diff_shows": kinds,
-        "conflicts": verb_conflicts(verbs, kinds, located, claim, lines),
-        "numbers": numeric.status,
-        "number_details": list(numeric.details),
-        # "_" keeps the numeric signals out of LLM prompts (judge/judges/prompts.py): they feed the
-        # learned decision of the embedded judge, the facts above say the same in words.
-        "_signals": signals,
-    }
+    return ClaimFacts(
+        cut_off=cut_off_score(claim),
+        hedges=hedging_cues(claim),
+        identifiers={name: "+".join(where) or "absent" for name, where in located.items()},
+        absent_share=round(len(absent) / len(names), 4) if names else None,
+        verbs=verbs,
+        diff_shows=kinds,
+        conflicts=verb_conflicts(verbs, kinds, located, claim, lines),
+        numbers=numeric.status,
+        number_details=list(numeric.details),
+        signals=signals,
+    )
 
 
 def signal_names() -> tuple[str, ...]:
-    """The names of the numeric signals `claim_features` stores under "_signals", in their fixed order."""
+    """The names of the numeric signals `claim_features` stores in `ClaimFacts.signals`, in their fixed order."""
     return tuple(claim_signals("", "", [], {}, {}, DiffLines(added=[], removed=[], context=[])))
 
 
@@ -339,7 +338,7 @@ def build_claim_evidence(embedder: Embedder, leaves: list[Leaf], view: Submissio
 
     Returns:
         One LeafEvidence per leaf: up to `top_k` snippets, best aligned first, and the facts of
-        `claim_features` plus the number of hunks.
+        `claim_features` with the number of hunks and, for a diff too big to embed whole, its shortlist.
     """
     diff = view.diff
     windows = diff_windows(diff)
@@ -347,21 +346,13 @@ def build_claim_evidence(embedder: Embedder, leaves: list[Leaf], view: Submissio
     # a huge diff: only the windows a lexical pass chose are embedded; the others rank last
     sims, embedded = shortlisted_similarity(embedder, [leaf.target for leaf in leaves],
                                             [w.embed_text for w in windows])
+    shortlist = DiffShortlist(unit="windows", in_diff=len(windows), embedded=embedded)
     result: list[LeafEvidence] = []
     for row, (leaf, setting) in enumerate(zip(leaves, settings, strict=True)):
         order = sorted(range(len(windows)), key=lambda c: -float(sims[row, c]))[:setting.top_k]
-        facts = claim_features(leaf.target, lines, rel_tol=setting.rel_tol, abs_tol=setting.abs_tol)
-        snippets = []
-        for col in order:
-            window = windows[col]
-            names = [n for n, where in facts["identifiers"].items()
-                     if where != "absent" and any(v in window.text for v in _variants(n))]
-            snippets.append(AlignedSnippet(
-                source="diff", text=window.text, location=window.location, similarity=float(sims[row, col]),
-                meta={"hunk_id": window.hunk.id, "file": window.hunk.file_path,
-                      "lines": f"{window.start + 1}-{window.end}", "identifiers": names},
-            ))
-        facts["hunks"] = len(diff.hunks)
-        facts["_windows_in_diff"], facts["_windows_embedded"] = len(windows), embedded
+        facts = claim_features(leaf.target, lines, rel_tol=setting.rel_tol, abs_tol=setting.abs_tol).model_copy(
+            update={"hunks": len(diff.hunks), "diff_shortlist": shortlist})
+        snippets = [AlignedSnippet(source="diff", text=windows[col].text, location=windows[col].location,
+                                   similarity=float(sims[row, col])) for col in order]
         result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts=facts))
     return result

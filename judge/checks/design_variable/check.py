@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from judge.checks.base import Check, CheckArgs
+from judge.checks.design_variable.payload import DesignFacts, DesignItemMeta
 from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, no_match, quote, ranked
 from judge.embeddings.encoder import Embedder
 from judge.models import Leaf, LeafResult, Task
@@ -57,12 +58,11 @@ class DesignVariableMatch(Check):
                     value_sims = [vs if vs >= 0 else float(next(embedded)) for vs in value_sims]
                 snippets.append(AlignedSnippet(
                     source="design", text=item.text, location=f"design item {col + 1}", similarity=sim,
-                    meta={"role": item.role, "name": item.name, "best_other": best_other,
-                          "value_similarities": [float(v) for v in value_sims]},
+                    meta=DesignItemMeta(role=item.role, best_other=best_other,
+                                        value_similarities=[float(v) for v in value_sims]),
                 ))
-            # "_" facts are for the embedded judge only: the LLM sees the role in the leaf's target line.
-            result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts={
-                "_expected_role": leaf.target_meta.get("role"), "_design_items": len(items)}))
+            result.append(LeafEvidence(leaf=leaf, snippets=snippets,
+                                       facts=DesignFacts(expected_role=leaf.target_meta.get("role"))))
         return result
 
     def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
@@ -77,12 +77,13 @@ class DesignVariableMatch(Check):
                                    rationale=no_match("design item", evidence.snippets, best, threshold),
                                    error_labels=[leaf.error_category or "design"])
         flags: list[str] = []
-        expected, stated = evidence.facts.get("_expected_role"), best.meta.get("role")
+        meta = DesignItemMeta.of(best.meta)
+        expected, stated = DesignFacts.of(evidence.facts).expected_role, meta.role
         if stated is not None and stated != expected:
             flags.append("misclassified_role")
         if stated is None and args.require_role:
             flags.append("role_not_stated")
-        value_sims: list[float] = best.meta.get("value_similarities") or []
+        value_sims = meta.value_similarities
         covered = sum(v >= args.values_threshold for v in value_sims)
         if value_sims and covered / len(value_sims) < 0.5:
             flags.append("values_incomplete")

@@ -4,6 +4,7 @@ mock data), decided mechanically."""
 from __future__ import annotations
 
 from judge.checks.base import Check
+from judge.checks.integrity.payload import ForbiddenAction, IntegrityFacts
 from judge.checks.verdicts import embedded_result, quote
 from judge.embeddings.encoder import Embedder
 from judge.models import Leaf, LeafResult, Task
@@ -23,20 +24,19 @@ class IntegrityCheck(Check):
     def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
                        view: SubmissionView) -> list[LeafEvidence]:
         findings = [f for f in view.integrity if f.kind == self.kind]
-        facts = {"findings": [{"line_no": f.line_no, "quote": f.quote, "detail": f.detail} for f in findings],
-                 "log_available": bool(view.submission.agent_log and view.submission.agent_log.strip())}
+        facts = IntegrityFacts(findings=[ForbiddenAction(line_no=f.line_no, detail=f.detail) for f in findings],
+                               log_available=bool(view.submission.agent_log and view.submission.agent_log.strip()))
         snippets = [AlignedSnippet(source="agent_log", text=f.quote, location=f"line {f.line_no}",
                                    similarity=1.0) for f in findings]
         return [LeafEvidence(leaf=leaf, snippets=snippets, facts=facts) for leaf in leaves]
 
     def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
-        leaf = evidence.leaf
-        if not evidence.facts.get("log_available"):
+        leaf, facts = evidence.leaf, IntegrityFacts.of(evidence.facts)
+        if not facts.log_available:
             return embedded_result(leaf, "unscored", reason_code="no_submission_field",
                                    reason="no agent log was handed in, so forbidden actions cannot be checked")
-        findings = evidence.facts.get("findings") or []
-        if findings:
-            detail = "; ".join(f"line {f['line_no']}: {f['detail']}" for f in findings[:3])
+        if facts.findings:
+            detail = "; ".join(f"line {f.line_no}: {f.detail}" for f in facts.findings[:3])
             return embedded_result(leaf, "fail", confidence=1.0, rationale=detail,
                                    evidence=[quote(s, context, max_lines=1) for s in evidence.snippets],
                                    flags=[f"integrity:{leaf.check.name.removeprefix('integrity_')}"])

@@ -8,11 +8,12 @@ negated) and the execution record ground it (judge/checks/outcome_claim/readings
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from judge.checks.base import Check, CheckArgs
 from judge.checks.outcome_claim.conclusion_grounding import RunRecord, read_run_record
 from judge.checks.outcome_claim.number_grounding import ground_sentence, needs_measured_result, without_unmet_settings
+from judge.checks.outcome_claim.payload import LogGrounding, OutcomeFacts, SentenceMeta, UngroundedReading
 from judge.checks.outcome_claim.readings import (
     GROUNDING_FLAGS,
     GroundingRules,
@@ -89,13 +90,11 @@ class OutcomeClaimSupported(Check):
         record = read_run_record(view.submission.execution)
         result = []
         for row, leaf in enumerate(leaves):
-            args = self.args(leaf)
+            args: OutcomeClaimArgs = self.args(leaf)
             snippets = [self._snippet(leaf, args, sentences[col], col, sim, best_other, modalities[col], record)
                         for col, sim, best_other in (ranked(sims, row, args.top_k) if sentences else [])]
-            evidence = LeafEvidence(leaf=leaf, snippets=snippets,
-                                    facts=self._facts(leaf, args, snippets, len(sentences), admission, record))
-            evidence.facts["_ungrounded_reading"] = self._ungrounded(evidence, args)
-            result.append(evidence)
+            result.append(LeafEvidence(leaf=leaf, snippets=snippets,
+                                       facts=self._facts(leaf, args, snippets, admission, record)))
         return result
 
     @staticmethod
@@ -104,49 +103,47 @@ class OutcomeClaimSupported(Check):
         numeric = without_unmet_settings(
             compare_numbers(leaf.target, sentence, rel_tol=args.rel_tol, abs_tol=args.abs_tol), leaf.target)
         mode = relative_mode(modality, leaf.target)
-        grounding: list[dict[str, Any]] = []
+        grounding: list[LogGrounding] = []
         if args.require_grounding and record.present:
             required = [p.answer for p in numeric.pairs if p.answer is not None] if numeric.status == "match" else []
             needed, contradicted = ground_sentence(sentence, required, record, rel_tol=args.rel_tol,
                                                    abs_tol=args.abs_tol)
-            grounding = [{"stated": g.stated.raw, "status": g.status, "detail": g.detail, "required": True}
-                         for g in needed]
-            grounding += [{"stated": g.stated.raw, "status": g.status, "detail": g.detail, "required": False}
-                          for g in contradicted]
+            grounding = [LogGrounding(status=g.status, detail=g.detail, required=True) for g in needed]
+            grounding += [LogGrounding(status=g.status, detail=g.detail, required=False) for g in contradicted]
         return AlignedSnippet(
             source="conclusion", text=sentence, location=f"sentence {col + 1}", similarity=sim,
-            meta={"best_other": best_other, "numeric_status": numeric.status,
-                  "numeric_details": list(numeric.details),
-                  "contradiction_cues": contradiction_cues(leaf.target, sentence),
-                  "modality": mode.mode, "modality_cues": list(mode.cues), "grounding": grounding},
+            meta=SentenceMeta(best_other=best_other, numeric_status=numeric.status,
+                              numeric_details=list(numeric.details),
+                              contradiction_cues=contradiction_cues(leaf.target, sentence),
+                              modality=mode.mode, modality_cues=list(mode.cues), grounding=grounding),
         )
 
     @staticmethod
-    def _facts(leaf: Leaf, args: OutcomeClaimArgs, snippets: list[AlignedSnippet], count: int,
-               admission: str | None, record: RunRecord) -> dict[str, Any]:
-        """Hidden bookkeeping ("_") for the embedded decision; the rest is shown to an LLM judge (kept short)."""
+    def _facts(leaf: Leaf, args: OutcomeClaimArgs, snippets: list[AlignedSnippet], admission: str | None,
+               record: RunRecord) -> OutcomeFacts:
+        """What grounds or caps the leaf (see `OutcomeFacts`: what an LLM judge sees is kept short)."""
         measured = needs_measured_result(leaf.target)
-        facts: dict[str, Any] = {"_conclusion_sentences": count, "_needs_measured_result": measured,
-                                 "_execution_record": record.present if args.require_grounding else None}
-        if admission:
-            facts["no_execution_admitted"] = admission[:120]
-        if args.require_grounding and measured and not record.present:
-            facts["execution_record"] = record.describe()
-        facts["statement"] = [f"{s.location}: {s.meta['modality']} ({', '.join(s.meta['modality_cues'])[:40]})"
-                              for s in snippets if s.meta["modality"] != "asserted"]
-        top = max(snippets, key=lambda s: s.similarity, default=None)
-        if top is not None and top.meta["grounding"]:
-            facts["log_check"] = [f"{g['status']}: {g['detail']}"[:100] for g in top.meta["grounding"]][:3]
-        return facts
+        metas = [(s, SentenceMeta.of(s.meta)) for s in snippets]
+        top = max(metas, key=lambda pair: pair[0].similarity, default=None)
+        record_missing = args.require_grounding and measured and not record.present
+        return OutcomeFacts(
+            needs_measured_result=measured,
+            record_present=record.present if args.require_grounding else None,
+            ungrounded_reading=OutcomeClaimSupported._ungrounded(leaf, snippets, args),
+            no_execution_admitted=admission[:120] if admission else None,
+            execution_record=record.describe() if record_missing else None,
+            statement=[f"{s.location}: {meta.modality} ({', '.join(meta.modality_cues)[:40]})"
+                       for s, meta in metas if meta.modality != "asserted"],
+            log_check=[f"{g.status}: {g.detail}"[:100] for g in top[1].grounding][:3] if top is not None else [],
+        )
 
     @staticmethod
-    def _ungrounded(evidence: LeafEvidence, args: OutcomeClaimArgs) -> dict[str, Any]:
-        candidates = eligible(evidence.snippets, args.explain_away_margin)
+    def _ungrounded(leaf: Leaf, snippets: list[AlignedSnippet], args: OutcomeClaimArgs) -> UngroundedReading:
+        candidates = eligible(snippets, args.explain_away_margin)
         best = max(candidates, key=lambda s: s.similarity, default=None)
-        reading = similarity_reading(best, evidence.snippets, support=args.support_threshold,
-                                     partial=args.partial_threshold)
-        verdict, score = level(evidence.leaf, reading.index)
-        return {"verdict": verdict, "score": score}
+        reading = similarity_reading(best, snippets, support=args.support_threshold, partial=args.partial_threshold)
+        verdict, score = level(leaf, reading.index)
+        return UngroundedReading(verdict=verdict, score=score)
 
     def grade_warnings(self, rubric: Rubric, evidence: list[LeafEvidence], results: list[LeafResult]) -> list[str]:
         return grounding_warnings(rubric, evidence, results)
@@ -158,7 +155,7 @@ class OutcomeClaimSupported(Check):
             return result
         leaf, args = evidence.leaf, self.args(evidence.leaf)
         current = 0 if result.verdict == "pass" else 1
-        caps = [c for c in leaf_caps(evidence.facts, _rules(args)) if c[0] > current]
+        caps = [c for c in leaf_caps(OutcomeFacts.of(evidence.facts), _rules(args)) if c[0] > current]
         if not caps:
             return result
         index = max(c[0] for c in caps)
@@ -177,9 +174,9 @@ class OutcomeClaimSupported(Check):
                                    labels=_level_labels(leaf))
         verdict, score = level(leaf, reading.index)
         rationale = reading.rationale
-        ungrounded = evidence.facts.get("_ungrounded_reading") or {}
-        if ungrounded and ungrounded.get("verdict") != verdict:
-            rationale += f"; ungrounded (EXP-Bench-style) reading: {ungrounded['verdict']}"
+        ungrounded = OutcomeFacts.of(evidence.facts).ungrounded_reading
+        if ungrounded.verdict != verdict:
+            rationale += f"; ungrounded (EXP-Bench-style) reading: {ungrounded.verdict}"
         quotes = [quote(reading.snippet, context)] if reading.snippet is not None else []
         return embedded_result(leaf, verdict, score=score, evidence=quotes, flags=list(reading.flags),
                                confidence=reading.confidence, rationale=rationale,
@@ -196,15 +193,14 @@ def grounding_warnings(rubric: Rubric, evidence: list[LeafEvidence], results: li
         evidence: Every leaf's evidence.
         results: Every leaf's result.
     """
-    outcome = {e.leaf.id: e for e in evidence if e.leaf.check.name == NAME}
+    outcome = {e.leaf.id: OutcomeFacts.of(e.facts) for e in evidence if e.leaf.check.name == NAME}
     by_id = {r.leaf_id: r for r in results}
-    ungrounded = {i: float(e.facts["_ungrounded_reading"]["score"]) for i, e in outcome.items()
-                  if e.facts.get("_ungrounded_reading") and i in by_id}
+    ungrounded = {i: facts.ungrounded_reading.score for i, facts in outcome.items() if i in by_id}
     held = [by_id[i] for i, score in ungrounded.items()
             if GROUNDING_FLAGS & set(by_id[i].flags) and (by_id[i].score or 0.0) < score]
     warnings = []
-    admission = next((e.facts["no_execution_admitted"] for e in outcome.values()
-                      if e.facts.get("no_execution_admitted")), None)
+    admission = next((facts.no_execution_admitted for facts in outcome.values() if facts.no_execution_admitted),
+                     None)
     if admission:
         count = sum("no_execution_admitted" in r.flags for r in held)
         warnings.append(f"the conclusion says no experiment was run ({admission!r}): {count} outcome claims held "

@@ -18,8 +18,9 @@ beats a hedged one just as similar); a closest sentence that contradicts the cla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from judge.checks.outcome_claim.payload import OutcomeFacts, SentenceMeta
 from judge.checks.verdicts import eligible, margin_confidence, no_match
 from judge.models.evidence import AlignedSnippet, LeafEvidence
 
@@ -71,8 +72,8 @@ class GroundingRules:
 
 
 def _contradicts(snippet: AlignedSnippet, support: float) -> bool:
-    return snippet.meta.get("numeric_status") == "mismatch" or bool(
-        snippet.meta.get("contradiction_cues") and snippet.similarity >= support)
+    meta = SentenceMeta.of(snippet.meta)
+    return meta.numeric_status == "mismatch" or bool(meta.contradiction_cues and snippet.similarity >= support)
 
 
 def similarity_reading(snippet: AlignedSnippet | None, snippets: list[AlignedSnippet], *, support: float,
@@ -82,9 +83,10 @@ def similarity_reading(snippet: AlignedSnippet | None, snippets: list[AlignedSni
     if snippet is None or sim < partial:
         return Reading(2, None, no_match("conclusion sentence", snippets, snippet, partial), (), ("missing content",),
                        margin_confidence(sim, partial))
-    numeric, cues = snippet.meta.get("numeric_status"), snippet.meta.get("contradiction_cues") or []
+    meta = SentenceMeta.of(snippet.meta)
+    numeric, cues = meta.numeric_status, meta.contradiction_cues
     if numeric == "mismatch":
-        details = "; ".join(snippet.meta.get("numeric_details") or [])
+        details = "; ".join(meta.numeric_details)
         return Reading(2, snippet, f"numbers disagree: {details}", ("numeric_mismatch",),
                        ("incorrect numeric conclusion",), 0.9)
     if cues and sim >= support:
@@ -98,35 +100,36 @@ def similarity_reading(snippet: AlignedSnippet | None, snippets: list[AlignedSni
 
 def _sentence_caps(snippet: AlignedSnippet, rules: GroundingRules) -> list[_Cap]:
     caps = []
-    mode = snippet.meta.get("modality", "asserted")
+    meta = SentenceMeta.of(snippet.meta)
+    mode = meta.modality
     if mode in MODE_FLAGS and rules.hedge_cap != "pass":
-        cues = ", ".join(repr(c) for c in snippet.meta.get("modality_cues") or [])
+        cues = ", ".join(repr(c) for c in meta.modality_cues)
         caps.append(_Cap(CAP_INDEX[rules.hedge_cap], MODE_FLAGS[mode], f"the sentence is {mode} ({cues})", 0.75))
     if rules.require_grounding:
-        for entry in snippet.meta.get("grounding") or []:
-            if entry["status"] == "contradicted":
-                caps.append(_Cap(2, "contradicted_by_logs", f"the run's logs contradict it: {entry['detail']}", 0.9,
+        for entry in meta.grounding:
+            if entry.status == "contradicted":
+                caps.append(_Cap(2, "contradicted_by_logs", f"the run's logs contradict it: {entry.detail}", 0.9,
                                  "incorrect numeric conclusion"))
-            elif entry["status"] == "not_found" and entry.get("required"):
+            elif entry.status == "not_found" and entry.required:
                 caps.append(_Cap(CAP_INDEX[rules.grounding_cap], "ungrounded",
-                                 f"not in the execution record: {entry['detail']}", 0.85))
+                                 f"not in the execution record: {entry.detail}", 0.85))
     return caps
 
 
-def leaf_caps(facts: dict[str, Any], rules: GroundingRules) -> list[tuple[int, str, str]]:
+def leaf_caps(facts: OutcomeFacts, rules: GroundingRules) -> list[tuple[int, str, str]]:
     """The caps that hold a leaf down whatever sentence supports it: (level index 1 partial / 2 fail, flag, why)."""
     return [(c.index, c.flag, c.reason) for c in _leaf_caps(facts, rules)]
 
 
-def _leaf_caps(facts: dict[str, Any], rules: GroundingRules) -> list[_Cap]:
+def _leaf_caps(facts: OutcomeFacts, rules: GroundingRules) -> list[_Cap]:
     caps = []
-    measured = facts.get("_needs_measured_result")
-    admission = facts.get("no_execution_admitted")
+    measured = facts.needs_measured_result
+    admission = facts.no_execution_admitted
     if admission and rules.admission_cap != "pass":
         index = CAP_INDEX[rules.admission_cap] if measured else min(1, CAP_INDEX[rules.admission_cap])
         caps.append(_Cap(index, "no_execution_admitted", f"the conclusion says no experiment was run ({admission!r})",
                          0.9))
-    if rules.require_grounding and measured and facts.get("_execution_record") is False:
+    if rules.require_grounding and measured and facts.record_present is False:
         caps.append(_Cap(CAP_INDEX[rules.grounding_cap], "no_execution_evidence",
                          f"no execution record (exit code, logs) was handed in and the claim {measured}", 0.9))
     return caps
@@ -162,7 +165,7 @@ def grounded_reading(evidence: LeafEvidence, rules: GroundingRules, *, support: 
     candidates = eligible(evidence.snippets, margin)
     primary = max(candidates, key=lambda s: s.similarity, default=None)
     base = similarity_reading(primary, evidence.snippets, support=support, partial=partial)
-    leaf_caps = _leaf_caps(evidence.facts, rules)
+    leaf_caps = _leaf_caps(OutcomeFacts.of(evidence.facts), rules)
 
     def label(index: int) -> str:
         return labels[min(index, len(labels) - 1)] if labels else ("pass" if index == 0 else "fail")

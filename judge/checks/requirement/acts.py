@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from judge.reference.behaviour import Behaviour, Scope, behaviour_of, imports_in
+from judge.reference.code_scope import bound_names
 from judge.submission.code_units import CodeUnit, executable_text
 from judge.submission.view import SubmissionView
 
@@ -56,6 +57,9 @@ class SubmissionActs:
         units: The submission's code units.
         reads: Name -> occurrences in code (see `_reads`).
         defined: Names the code defines with `def` or `class`.
+        imports: Per file, imported alias -> module path.
+        inert: Functions the code defines whose bodies do nothing.
+        bound: Names the Python code binds (`code_scope.bound_names`): any other name is free.
     """
 
     units: list[CodeUnit]
@@ -63,6 +67,7 @@ class SubmissionActs:
     defined: frozenset[str]
     imports: dict[str, dict[str, str]] = field(default_factory=dict)
     inert: frozenset[str] = frozenset()
+    bound: frozenset[str] = frozenset()
     _behaviours: dict[int, Behaviour] = field(default_factory=dict)
 
     @classmethod
@@ -79,22 +84,26 @@ class SubmissionActs:
         """Analyse a list of units (a submission's, or a reference's)."""
         imports: dict[str, dict[str, str]] = {}
         defined: set[str] = set()
+        bound: set[str] = set()
         for unit in units:
             if unit.language in {"python", "notebook"}:
                 imports.setdefault(unit.file_path, {}).update(imports_in(unit.text))
+                bound.update(bound_names(unit.text))
             defined.update(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", unit.text, re.M))
-        found = cls(list(units), _reads(units), frozenset(defined), imports)
+        found = cls(list(units), _reads(units), frozenset(defined), imports, bound=frozenset(bound))
         # A function whose body does nothing makes its calls do nothing: a script's `main()` that only prints.
         functions = [n for n, unit in enumerate(found.units) if unit.kind == "function" and unit.name]
         inert = frozenset(found.units[n].name.rsplit(".", 1)[-1] for n in functions if not found.behaviour(n).acts)
         defined_active = {found.units[n].name.rsplit(".", 1)[-1] for n in functions if found.behaviour(n).acts}
         found.inert = inert - defined_active
-        found._behaviours.clear()
+        # Only a unit that may call one of them reads differently now (its calls of them do nothing).
+        for n in [n for n in found._behaviours if any(name in found.units[n].text for name in found.inert)]:
+            del found._behaviours[n]
         return found
 
     def scope(self, unit: CodeUnit) -> Scope:
         """The names a unit's file imports, the names the code reads, the functions that do nothing."""
-        return Scope(self.imports.get(unit.file_path, {}), frozenset(self.reads), self.inert)
+        return Scope(self.imports.get(unit.file_path, {}), frozenset(self.reads), self.inert, self.bound)
 
     def behaviour(self, n: int) -> Behaviour:
         """Behaviour of unit `n` (memoised)."""

@@ -33,16 +33,17 @@ from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.requirement.features import (
     REFERENCE_FEATURES,
     TEXT_FEATURES,
+    Candidates,
     match_reference,
     reference_profile,
     text_features,
 )
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
-from judge.checks.verdicts import embedded_result, level, margin_confidence, quote, short_location
+from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
+from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, quote, short_location
 from judge.embeddings.encoder import Embedder
 from judge.models import Leaf, LeafResult, ReferenceSpan, Task
 from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
-from judge.reference.behaviour import Behaviour
 from judge.reference.spans import reference_index_for
 from judge.submission.code_units import CodeUnit, executable_text, prose_text
 from judge.submission.distinguishing import check_distinguishing, distinguishing_terms, missing_names
@@ -50,7 +51,7 @@ from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist, em
 from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text
 
 _MEMO = "requirement_shortlist"
-# How many of the ranked units and files a leaf records as "where it looked".
+# How many of the ranked units a leaf considers for its text pick and acting share.
 _CONSIDERED = 10
 LABELS = ("fail", "partial", "pass")
 
@@ -97,11 +98,10 @@ def _shortlist(view: SubmissionView, queries: list[str]) -> tuple[CodeIndex, Sho
 
 @dataclass
 class _LeafMatch:
-    """One leaf's acting units ranked against its reference span, its features, scores by unit, its spans."""
+    """One leaf's acting units ranked against its reference span, its features, its spans."""
 
     ranked: list[tuple[int, float]]
     features: dict[str, float]
-    scores: dict[int, float]
     spans: list[ReferenceSpan]
 
 
@@ -117,7 +117,7 @@ class _Features:
 
 def requirement_feature_vector(evidence: LeafEvidence) -> dict[str, float]:
     """The features `build_evidence` stored for a leaf (zeros for a leaf evidenced hunk by hunk)."""
-    stored = evidence.facts.get("_features") or {}
+    stored = evidence.facts.features if isinstance(evidence.facts, RequirementFacts) else {}
     return {name: float(stored.get(name, 0.0)) for name in (*REFERENCE_FEATURES, *TEXT_FEATURES)}
 
 
@@ -189,25 +189,11 @@ class RequirementInDiff(Check):
                 chosen = [n for n in order if n in acting_set][: args.top_k]
             # Prose that reads like the requirement but does nothing is shown too (never as evidence).
             prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen][:1]
-            snippets = [self._snippet(units[n], n in acting_set, named, match.scores.get(n) if match else None,
-                                      float(sims[row, column[n]]) if n in column else 0.0)
+            snippets = [self._snippet(units[n], n in acting_set, float(sims[row, column[n]]) if n in column else 0.0)
                         for n in [*chosen, *prose]]
-            evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts={
-                "_features": features,
-                "_reference_mode": match is not None,
-                "_named_files": named,
-                "named_files_touched": [p for p in named if any(path_matches(p, t) for t in touched)],
-                "_missing_names": sorted(missing_names(view.code_terms, queries[row])),
-                "_hunks_in_diff": len(view.diff.hunks),
-                "_units_in_diff": len(units),
-                "_units_acting": len(acting),
-                "_units_embedded": len(embedded),
-                "_considered": {
-                    "files": [{"path": f.path, "score": round(f.score, 4), "via_coverage": f.via_coverage}
-                              for f in retrieval.files[:_CONSIDERED]],
-                    "units": [{"unit": u.unit_id, "score": round(u.score, 4)} for u in retrieval.units[:_CONSIDERED]],
-                    "units_ranked": len(retrieval.units)},
-            })
+            evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts=RequirementFacts(
+                named_files_touched=[p for p in named if any(path_matches(p, t) for t in touched)],
+                features=features, reference_mode=match is not None))
             if match is not None and match.spans:
                 evidence.reference, evidence.reference_spans = match.spans[0], match.spans
             result.append(evidence)
@@ -221,9 +207,7 @@ class RequirementInDiff(Check):
         if index is None:
             return [None] * len(leaves)
         profile = reference_profile(task, index)
-        everything = Behaviour()
-        for n in acting:
-            everything = everything.merged(acts.behaviour(n))
+        candidates = Candidates.of(acts, acting)
         references = profile.requirements([leaf.target for leaf in leaves])
         out: list[_LeafMatch | None] = []
         texts: list[str] = []
@@ -232,9 +216,8 @@ class RequirementInDiff(Check):
             if reference is None:
                 out.append(None)
                 continue
-            found = match_reference(reference, acts, acting, everything, profile.frequencies)
-            out.append(_LeafMatch(found.ranked, found.features,
-                                  dict(found.ranked[: self.args(leaves[row]).top_k * 3]), reference.spans))
+            found = match_reference(reference, candidates, profile.frequencies)
+            out.append(_LeafMatch(found.ranked, found.features, reference.spans))
             if found.ranked:
                 pending.append((row, found.ranked[0][0]))
                 texts += [reference.context_text[:1200], requirement_text(leaves[row].target),
@@ -250,35 +233,31 @@ class RequirementInDiff(Check):
         return out
 
     @staticmethod
-    def _snippet(unit: CodeUnit, acts: bool, named: list[str], match: float | None,
-                 similarity: float) -> AlignedSnippet:
+    def _snippet(unit: CodeUnit, acts: bool, similarity: float) -> AlignedSnippet:
         # Quote from the first line of code, so the quote shows what the unit does, not its docstring.
         first = next((i for i, role in enumerate(unit.roles) if role == "code"), 0)
         return AlignedSnippet(
             source="diff", text="\n".join(unit.lines[first:]), similarity=similarity,
             location=f"{unit.file_path}:{unit.line_numbers[first]}-{unit.end_line} "
                      f"({' '.join(filter(None, (unit.kind, unit.name)))})",
-            meta={"unit": unit.id, "file": unit.file_path, "kind": unit.kind, "code": acts,
-                  "reference_match": None if match is None else round(match, 4),
-                  "executable_share": round(unit.executable_share, 4),
-                  "prose_only": not acts and bool(prose_text(unit).strip()),
-                  "file_match": any(path_matches(p, unit.file_path) for p in named)},
+            meta=UnitMeta(code=acts, prose_only=not acts and bool(prose_text(unit).strip())),
         )
 
     def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
         leaf, args = evidence.leaf, self.args(evidence.leaf)
-        if "_features" not in evidence.facts:
+        if isinstance(evidence.facts, RequirementHunkFacts):
             return self._decide_hunks(evidence, context)
         features = requirement_feature_vector(evidence)
-        with_reference = bool(evidence.facts.get("_reference_mode"))
-        acting = [s for s in evidence.snippets if s.meta.get("code")]
+        with_reference = RequirementFacts.of(evidence.facts).reference_mode
+        acting = [s for s in evidence.snippets if UnitMeta.of(s.meta).code]
         flags: list[str] = []
         if not acting:
             index, confidence = 2, 1.0
             rationale = ("no code unit of the submission acts: comments, docstrings, stubs, prints and "
                          "unread constants or config implement nothing" if evidence.snippets
                          else "the submission has no code to match")
-            if any(s.meta.get("prose_only") and s.similarity >= args.partial_threshold for s in evidence.snippets):
+            if any(UnitMeta.of(s.meta).prose_only and s.similarity >= args.partial_threshold
+                   for s in evidence.snippets):
                 flags.append("restated_in_prose")
                 rationale += "; text restating it in comments, docstrings or strings is not counted"
         else:
@@ -329,10 +308,9 @@ class RequirementInDiff(Check):
     def _decide_hunks(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
         """A diff that only deletes lines: the hunk windows by similarity (explain-away on siblings)."""
         leaf, args = evidence.leaf, self.args(evidence.leaf)
-        own = [s for s in evidence.snippets
-               if s.similarity >= float(s.meta.get("best_other", -1.0)) - args.explain_away_margin]
-        scored = sorted(((s.similarity + (args.file_bonus if s.meta.get("file_match") else 0.0), s) for s in own),
-                        key=lambda pair: -pair[0])
+        own = eligible(evidence.snippets, args.explain_away_margin)
+        scored = sorted(((s.similarity + (args.file_bonus if HunkMeta.of(s.meta).file_match else 0.0), s)
+                         for s in own), key=lambda pair: -pair[0])
         best_value = scored[0][0] if scored else 0.0
         index = 0 if best_value >= args.pass_threshold else 1 if best_value >= args.partial_threshold else 2
         verdict, score = level(leaf, index)

@@ -4,9 +4,15 @@ the requirement's text when the task has no reference.
 With a reference, every acting unit of the submission is scored by what it does next to the requirement's
 reference span (`judge.reference.behaviour`): the cited lines ("core") and the unit that holds them
 ("context"), channel by channel, each item weighted by how rare it is among the reference's units (a call
-every function makes tells nothing apart). The best units are the leaf's evidence; the features describe
-the best unit, the best few together (a function split in two), and the whole submission (the cited lines
-gone from everywhere is what dropping them looks like).
+every function makes tells nothing apart). Units are ranked through an item index of the submission
+(`Candidates`, `judge.reference.behaviour_index`): a unit sharing nothing with the reference is never compared
+item by item. The best units are the leaf's evidence; the features describe the best unit, the best few
+together (a function split in two), and the whole submission (the cited lines gone from everywhere is what
+dropping them looks like). Since the span is widened to the unit that holds the cited lines, and the cited
+lines may do what other code of the reference does too, the features also read the cited lines alone: how
+much of them the best unit and the submission hold (pooled over channels), how much of what only they do in
+the whole reference (`judge.reference.core.distinct_items`; 1.0 when they do nothing of their own), and how
+much of the surrounding code the best unit holds without them (a unit that lost its requirement's lines).
 
 Without a reference, the features describe the best acting unit the text retrieval found: its similarity
 to the requirement and to the sibling requirements, lexical overlap, whether it lies in a file the
@@ -20,14 +26,22 @@ import json
 import math
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from judge.checks.requirement.acts import SubmissionActs
 from judge.models import ReferenceSpan, Task
-from judge.reference.behaviour import Behaviour, Scope, behaviour_of, imports_in
-from judge.reference.behaviour_similarity import Frequencies, containment, cosine
+from judge.reference.behaviour import Behaviour, Scope, behaviour_of
+from judge.reference.behaviour_index import BehaviourIndex
+from judge.reference.behaviour_similarity import (
+    CORE_CHANNELS,
+    Frequencies,
+    containment,
+    cosine,
+    pooled_containment,
+)
+from judge.reference.core import distinct_items, merged
 from judge.reference.sources import parse_citations, resolve_path
 from judge.reference.spans import ReferenceIndex
 from judge.submission.code_languages import profile_for
@@ -46,6 +60,8 @@ REFERENCE_FEATURES = (
     "ref_structure", "ref_lines_back", "ref_calls_back", "ref_region_core_lines", "ref_region_core_calls",
     "ref_region_ctx_lines", "ref_sub_core_lines", "ref_sub_core_calls", "ref_sub_ctx_lines", "ref_core_empty",
     "ref_core_size", "ref_embedding", "ref_text_similarity", "ref_cited",
+    "ref_core_cover", "ref_sub_core_cover", "ref_distinct_size", "ref_distinct_best", "ref_distinct_region",
+    "ref_distinct_sub", "ref_ctx_rest_lines", "ref_ctx_without_core",
 )
 TEXT_FEATURES = (
     "txt_similarity", "txt_lexical", "txt_fused", "txt_rank", "txt_margin", "txt_siblings", "txt_file_match",
@@ -55,13 +71,17 @@ TEXT_FEATURES = (
 
 @dataclass(frozen=True)
 class RequirementReference:
-    """One requirement's reference: the cited lines and the spans that hold them, read as behaviour."""
+    """One requirement's reference: the cited lines ("core") and the spans that hold them ("context"),
+    read as behaviour; `distinct` holds the core's items that no other code of the reference has (what
+    only this requirement's lines do), `rest_lines` the context's lines that are not cited."""
 
     spans: list[ReferenceSpan]
     core: Behaviour
     context: Behaviour
     cited: bool
     context_text: str
+    distinct: Behaviour
+    rest_lines: Counter[str]
 
 
 class ReferenceProfile:
@@ -69,11 +89,13 @@ class ReferenceProfile:
 
     def __init__(self, index: ReferenceIndex) -> None:
         self.index = index
-        imports = {path: imports_in(text) for path, text in index.sources.items() if path.endswith(".py")}
-        self._imports = imports
         analysed = SubmissionActs.build(index.units)
+        # Imports per file as the units read them (a notebook's from its cells, not from its JSON lines).
+        self._imports = analysed.imports
+        self._bound = analysed.bound
         self.frequencies = Frequencies.of(analysed.behaviour(n) for n in range(len(index.units))
                                           if analysed.acts(n))
+        self.whole = merged(analysed.behaviour(n) for n in range(len(index.units)))
         self._memo: dict[str, RequirementReference] = {}
         self._lock = threading.Lock()
 
@@ -82,7 +104,7 @@ class ReferenceProfile:
         if language == "notebook":  # a span of the notebook's JSON: read the source lines it holds
             text = "\n".join(_notebook_source(line) for line in text.split("\n"))
         return behaviour_of(text, "python" if language in {"python", "notebook"} else language,
-                            Scope(self._imports.get(path, {})))
+                            Scope(self._imports.get(path, {}), bound=self._bound))
 
     def requirements(self, targets: Sequence[str]) -> list[RequirementReference | None]:
         """Each requirement's reference (None when the reference has no span for it)."""
@@ -108,7 +130,11 @@ class ReferenceProfile:
             cited = True
         if not cited:
             core = context
-        return RequirementReference(spans, core, context, cited, "\n".join(s.text for s in spans))
+        # Spans retrieved for a requirement's words are a guess at where it lies: only cited lines say which
+        # items are its own.
+        distinct = distinct_items(core, self.whole) if cited else Behaviour()
+        return RequirementReference(spans, core, context, cited, "\n".join(s.text for s in spans), distinct,
+                                    context.lines - core.lines)
 
 
 def _notebook_source(line: str) -> str:
@@ -159,9 +185,34 @@ def _channels(reference: RequirementReference, candidate: Behaviour, weights: Fr
     }
 
 
-def match_score(channels: dict[str, float]) -> float:
-    """The score that ranks units against a reference span (`MATCH_WEIGHTS`)."""
-    return sum(weight * channels[name] for name, weight in MATCH_WEIGHTS.items())
+@dataclass
+class Candidates:
+    """A submission's acting units as the reference is matched against them: their behaviours indexed by
+    item (`BehaviourIndex`, built once per submission) and merged into one (the whole submission)."""
+
+    acts: SubmissionActs
+    acting: list[int]
+    everything: Behaviour
+    index: BehaviourIndex
+
+    @classmethod
+    def of(cls, acts: SubmissionActs, acting: Sequence[int]) -> Candidates:
+        """The candidates among `acting` (indices of units that act)."""
+        behaviours = {n: acts.behaviour(n) for n in acting}
+        channels = {name.split("_", 1)[1] for name in MATCH_WEIGHTS}
+        return cls(acts, list(acting), merged(behaviours.values()), BehaviourIndex(behaviours, channels))
+
+    def ranked(self, reference: RequirementReference, weights: Frequencies) -> list[tuple[int, float]]:
+        """Every acting unit with its match score (`MATCH_WEIGHTS` over its channels), best first (ties in
+        unit order); computed from the items units share with the reference, so a unit sharing none is never
+        compared item by item."""
+        scores: dict[int, float] = dict.fromkeys(self.acting, 0.0)
+        for name, weight in MATCH_WEIGHTS.items():
+            part, channel = name.split("_", 1)
+            bag = getattr(reference.core if part == "core" else reference.context, channel)
+            for n, value in self.index.containment(bag, channel, weights).items():
+                scores[n] += weight * value
+        return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 @dataclass(frozen=True)
@@ -172,45 +223,62 @@ class ReferenceMatch:
     features: dict[str, float]
 
 
-def match_reference(reference: RequirementReference, acts: SubmissionActs, acting: Sequence[int],
-                    everything: Behaviour, weights: Frequencies) -> ReferenceMatch:
-    """Rank the acting units by `match_score` and describe the best one, the best few, the submission.
+def match_reference(reference: RequirementReference, candidates: Candidates, weights: Frequencies) -> ReferenceMatch:
+    """Rank the acting units by match score (`MATCH_WEIGHTS`) and describe the best one, the best few, the submission.
 
     Args:
         reference: The requirement's reference.
-        acts: The submission's analysis.
-        acting: Indices of the units that act.
-        everything: The merged behaviour of every acting unit.
+        candidates: The submission's acting units.
         weights: Item weights of the task's reference.
     """
-    scored = [(n, match_score(_channels(reference, acts.behaviour(n), weights))) for n in acting]
-    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    scored = candidates.ranked(reference, weights)
     features = dict.fromkeys(REFERENCE_FEATURES, 0.0)
     core_items = sum(len(bag) for bag in (reference.core.lines, reference.core.calls, reference.core.literals))
     features["ref_core_empty"] = float(core_items == 0)
     features["ref_core_size"] = math.log1p(core_items)
     features["ref_cited"] = float(reference.cited)
+    features["ref_distinct_size"] = math.log1p(sum(sum(getattr(reference.distinct, c).values())
+                                                   for c in CORE_CHANNELS))
     if not scored:
         return ReferenceMatch([], features)
-    best = acts.behaviour(scored[0][0])
+    best = candidates.acts.behaviour(scored[0][0])
     channels = _channels(reference, best, weights)
     features["ref_match"] = scored[0][1]
     features.update({f"ref_{name}": value for name, value in channels.items()})
     features["ref_structure"] = cosine(reference.context.structure, best.structure)
     features["ref_lines_back"] = containment(best.lines, reference.context.lines, "lines", weights)
     features["ref_calls_back"] = containment(best.calls, reference.context.calls, "calls", weights)
-    region = Behaviour()
-    for n, _ in scored[:REGION_UNITS]:
-        region = region.merged(acts.behaviour(n))
+    region = merged(candidates.acts.behaviour(n) for n, _ in scored[:REGION_UNITS])
     region_channels = _channels(reference, region, weights)
     features["ref_region_core_lines"] = region_channels["core_lines"]
     features["ref_region_core_calls"] = region_channels["core_calls"]
     features["ref_region_ctx_lines"] = region_channels["ctx_lines"]
-    whole = _channels(reference, everything, weights)
+    whole = _channels(reference, candidates.everything, weights)
     features["ref_sub_core_lines"] = whole["core_lines"]
     features["ref_sub_core_calls"] = whole["core_calls"]
     features["ref_sub_ctx_lines"] = whole["ctx_lines"]
+    features.update(_core_features(reference, best, region, candidates.everything, weights))
     return ReferenceMatch(scored, features)
+
+
+def _core_features(reference: RequirementReference, best: Behaviour, region: Behaviour, everything: Behaviour,
+                   weights: Frequencies) -> dict[str, float]:
+    """How much of the cited lines the best unit and the whole submission hold, pooled over channels; how
+    much of what only those lines do (`distinct`) the best unit, the best few and the submission hold; and
+    the surrounding code held without the cited lines (what a unit that lost its requirement's lines shows)."""
+    core_cover = pooled_containment(reference.core, best, weights)
+    rest_lines = containment(reference.rest_lines, best.lines, "lines", weights)
+    # Cited lines that do nothing the rest of the reference does not also do lack nothing distinct: 1.0.
+    has_distinct = any(getattr(reference.distinct, channel) for channel in CORE_CHANNELS)
+    return {
+        "ref_core_cover": core_cover,
+        "ref_sub_core_cover": pooled_containment(reference.core, everything, weights),
+        "ref_distinct_best": pooled_containment(reference.distinct, best, weights) if has_distinct else 1.0,
+        "ref_distinct_region": pooled_containment(reference.distinct, region, weights) if has_distinct else 1.0,
+        "ref_distinct_sub": pooled_containment(reference.distinct, everything, weights) if has_distinct else 1.0,
+        "ref_ctx_rest_lines": rest_lines,
+        "ref_ctx_without_core": rest_lines * (1.0 - core_cover),
+    }
 
 
 def text_features(units: Sequence[CodeUnit], chosen: int | None, rank: int, similarity: float, lexical: float,

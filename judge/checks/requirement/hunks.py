@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from judge.checks.requirement.payload import HunkMeta, RequirementHunkFacts
 from judge.checks.verdicts import ranked
 from judge.embeddings.encoder import Embedder
 from judge.embeddings.shortlist import EMBED_ALL_UP_TO, shortlisted_similarity
 from judge.models import Leaf
-from judge.models.evidence import AlignedSnippet, LeafEvidence
+from judge.models.evidence import AlignedSnippet, DiffShortlist, LeafEvidence
 from judge.submission.diff import Hunk
 from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text
 
@@ -28,6 +29,7 @@ def hunk_evidence(embedder: Embedder, leaves: list[Leaf], view: SubmissionView,
     sims, embedded = shortlisted_similarity(embedder, queries, view.hunk_texts, keep=[
         i for i, h in enumerate(hunks) if any(path_matches(p, h.file_path) for p in named_paths)])
     touched = view.diff.touched_paths()
+    shortlist = DiffShortlist(unit="hunks", in_diff=len(hunks), embedded=embedded)
     result = []
     for row, (leaf, top_k) in enumerate(zip(leaves, top_ks, strict=True)):
         named = requirement_paths(leaf.target)
@@ -36,12 +38,9 @@ def hunk_evidence(embedder: Embedder, leaves: list[Leaf], view: SubmissionView,
             hunk = hunks[col]
             snippets.append(AlignedSnippet(
                 source="diff", text=hunk.text, location=f"{hunk.file_path} {hunk.header}", similarity=sim,
-                meta={"hunk_id": hunk.id, "file": hunk.file_path, "best_other": best_other,
-                      "file_match": any(path_matches(p, hunk.file_path) for p in named)},
+                meta=HunkMeta(best_other=best_other, file_match=any(path_matches(p, hunk.file_path) for p in named)),
             ))
-        result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts={
-            "_named_files": named,
-            "named_files_touched": [p for p in named if any(path_matches(p, t) for t in touched)],
-            "_hunks_in_diff": len(hunks),
-            "_hunks_embedded": embedded}))
+        result.append(LeafEvidence(leaf=leaf, snippets=snippets, facts=RequirementHunkFacts(
+            named_files_touched=[p for p in named if any(path_matches(p, t) for t in touched)],
+            diff_shortlist=shortlist)))
     return result

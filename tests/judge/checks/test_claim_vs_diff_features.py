@@ -51,8 +51,9 @@ STILL_THERE = """\
 def signals(claim: str, diff: str, path: str = "src/app.py") -> dict[str, Any]:
     lines = diff_lines(parse_diff(ensure_diff_headers(diff, path)))
     facts = claim_features(claim, lines)
-    assert set(facts["_signals"]) == set(signal_names())
-    return dict(facts["_signals"])
+    assert set(facts.signals) == set(signal_names())
+    assert "signals" not in facts.for_llm()  # the facts say the same in words
+    return dict(facts.signals)
 
 
 def test_adds_x_when_x_is_only_on_removed_lines_is_a_wrong_side() -> None:

@@ -19,11 +19,12 @@ from sklearn.preprocessing import StandardScaler
 from calibration.decision_model import export_model
 from judge.checks.base import CheckArgs
 from judge.checks.claim_vs_diff.check import CLAIM_FEATURE_NAMES, ClaimVsDiff, claim_feature_vector, classify_claim
+from judge.checks.claim_vs_diff.payload import ClaimFacts
 from judge.checks.learned import LearnedArgs, LearnedModel, is_learnable, learned_decision, validate_model_fits
 from judge.errors import RubricError
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import Submission, Task
-from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
+from judge.models.evidence import AlignedSnippet, CheckFacts, GradingContext, LeafEvidence
 from judge.rubric_loader import load_rubric, parse_rubric
 from judge.settings import REPO_ROOT
 from tests.judge.checks.toy_check import KeywordInConclusion
@@ -103,7 +104,7 @@ def test_a_model_that_does_not_fit_the_check_fails_at_rubric_load(changes: dict[
     assert "check.args.model" in str(raised.value)
 
 
-def _evidence(rubric_data: dict[str, Any] | None, claim: str, facts: dict[str, Any],
+def _evidence(rubric_data: dict[str, Any] | None, claim: str, facts: ClaimFacts,
               similarity: float) -> tuple[LeafEvidence, GradingContext]:
     rubric = parse_rubric(rubric_data, "x.yaml") if rubric_data else load_rubric("crscore-claims-v1")
     leaf = rubric.stages[0].leaves[0]
@@ -119,10 +120,10 @@ def _evidence(rubric_data: dict[str, Any] | None, claim: str, facts: dict[str, A
     return evidence, context
 
 
-def _facts(cut_off: float) -> dict[str, Any]:
+def _facts(cut_off: float) -> ClaimFacts:
     signals = {name: 0.0 for name in CLAIM_FEATURE_NAMES if name in _signal_names()}
-    return {"cut_off": cut_off, "hedges": [], "identifiers": {}, "absent_share": None, "conflicts": [],
-            "numbers": "claim_has_no_numbers", "hunks": 1, "_signals": signals}
+    return ClaimFacts(cut_off=cut_off, hedges=[], identifiers={}, absent_share=None, verbs=[], diff_shows=[],
+                      conflicts=[], numbers="claim_has_no_numbers", number_details=[], hunks=1, signals=signals)
 
 
 def _signal_names() -> set[str]:
@@ -150,7 +151,7 @@ def test_without_a_model_the_hand_set_rules_decide() -> None:
     evidence, context = _evidence(None, "x is set", _facts(cut_off=0.0), similarity=0.6)
     check = ClaimVsDiff()
     assert learned_decision(check, evidence, check.args(evidence.leaf).model) is None
-    rules = classify_claim(evidence.facts, 0.6, check.args(evidence.leaf).model_dump())
+    rules = classify_claim(ClaimFacts.of(evidence.facts), 0.6, check.args(evidence.leaf))
     result = EmbeddedJudge().decide(evidence, context)
     assert f"label:{rules.label}" in result.flags and result.confidence == rules.confidence
 
@@ -178,7 +179,12 @@ class _LengthCheck(KeywordInConclusion):
     feature_names: ClassVar[tuple[str, ...]] = ("sentences", "keyword_hits")
 
     def feature_vector(self, evidence: LeafEvidence) -> dict[str, float]:
-        return {"sentences": float(evidence.facts["sentences"]), "keyword_hits": float(len(evidence.snippets))}
+        return {"sentences": float(_SentenceCount.of(evidence.facts).sentences),
+                "keyword_hits": float(len(evidence.snippets))}
+
+
+class _SentenceCount(CheckFacts):
+    sentences: int
 
 
 def test_any_check_that_declares_features_can_be_trained_and_decided_by_its_model() -> None:
@@ -194,14 +200,15 @@ def test_any_check_that_declares_features_can_be_trained_and_decided_by_its_mode
     for i in range(120):
         hits = int(rng.integers(0, 4))
         snippets = [AlignedSnippet(source="conclusion", text="s", similarity=1.0)] * hits
-        evidence.append(LeafEvidence(leaf=leaf, snippets=snippets, facts={"sentences": int(rng.integers(1, 9))}))
+        facts = _SentenceCount(sentences=int(rng.integers(1, 9)))
+        evidence.append(LeafEvidence(leaf=leaf, snippets=snippets, facts=facts))
         labels.append("pass" if hits + rng.normal(scale=0.5) > 1.5 else "fail")
         groups.append(f"task{i // 2}")
     trained = train_check_model(check, evidence, labels, groups, objective="kappa")
     model = LearnedModel.model_validate(json.loads(trained.model.model_dump_json()))
     assert _LengthArgs.model_validate({"model": model.model_dump()}).model is not None
     strong = LeafEvidence(leaf=leaf, snippets=[AlignedSnippet(source="conclusion", text="s", similarity=1.0)] * 3,
-                          facts={"sentences": 4})
+                          facts=_SentenceCount(sentences=4))
     weak = strong.model_copy(update={"snippets": []})
     assert learned_decision(check, strong, model).label == "pass"  # type: ignore[union-attr]
     assert learned_decision(check, weak, model).label == "fail"  # type: ignore[union-attr]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from judge.checks.outcome_claim.payload import OutcomeFacts
 from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.native import load_submission_file, load_task_file
@@ -64,7 +65,8 @@ def _outcome(grade: Grade) -> dict[str, LeafResult]:
 
 def _ungrounded(grader: Grader, task: Task, submission: Submission) -> dict[str, str]:
     prepared = asyncio.run(grader.prepare(task, submission))
-    return {e.leaf.id: e.facts["_ungrounded_reading"]["verdict"] for e in prepared.evidence if e.leaf.id in OUTCOME}
+    return {e.leaf.id: OutcomeFacts.of(e.facts).ungrounded_reading.verdict for e in prepared.evidence
+            if e.leaf.id in OUTCOME}
 
 
 def _with(sentences: list[str], index: int, replacement: str) -> str:
@@ -223,10 +225,11 @@ def test_the_rubric_names_the_grounding_arguments_and_they_are_read(task: Task, 
 def test_what_an_llm_judge_is_shown(grader: Grader, task: Task, submission: Submission) -> None:
     conclusion = "We did not run anything. " + _with(SENTENCES, 1, SENTENCES[1].replace("reached", "should reach"))
     prepared = asyncio.run(grader.prepare(task, submission.model_copy(update={"conclusion": conclusion})))
-    facts = next(e.facts for e in prepared.evidence if e.leaf.id == "outcome_claim.1")
-    assert facts["no_execution_admitted"] == "We did not run anything."
-    assert any("hedged" in line for line in facts["statement"])
-    assert facts["execution_record"].startswith("no execution record")
-    shown = {k for k in facts if not k.startswith("_")}
-    assert shown <= {"no_execution_admitted", "statement", "execution_record", "log_check"}
-    assert set(facts["_ungrounded_reading"]) == {"verdict", "score"}
+    facts = OutcomeFacts.of(next(e.facts for e in prepared.evidence if e.leaf.id == "outcome_claim.1"))
+    shown = facts.for_llm()
+    assert shown["no_execution_admitted"] == "We did not run anything."
+    assert any("hedged" in line for line in shown["statement"])
+    assert shown["execution_record"].startswith("no execution record")
+    assert set(shown) == {"no_execution_admitted", "statement", "execution_record", "log_check"}
+    assert facts.needs_measured_result and facts.record_present is False  # for the caps, not for the model
+    assert facts.ungrounded_reading.verdict in {"pass", "partial", "fail"}

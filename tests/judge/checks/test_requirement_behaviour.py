@@ -156,3 +156,11 @@ def test_dropped_requirement_fails_with_the_reference(grader: Grader) -> None:
 def test_own_code_without_reference_carries_no_leaf_flag(grader: Grader) -> None:
     grade = _grade(grader, _task(False), added_diff({"train.py": TRAIN}))
     assert not any(leaf.flags for leaf in grade.leaves if leaf.stage == "implementation")
+
+
+def test_code_whose_imports_the_diff_leaves_out_still_matches_the_reference(grader: Grader) -> None:
+    # A diff that edits a file shows its hunks, often not the imports at the top: what the code does is the same.
+    without_imports = TRAIN.split("\n\n\n", 1)[1]
+    assert "import" not in without_imports
+    verdicts = _implementation(_grade(grader, _task(True), added_diff({"train.py": without_imports})))
+    assert set(verdicts.values()) == {"pass"}, verdicts

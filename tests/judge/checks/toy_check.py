@@ -1,7 +1,9 @@
-"""A toy check written the way a new check is: one class, registered, nothing else touched.
+"""A toy check written the way a new check is: its arguments and facts as models, one class, registered, nothing
+else touched.
 
 `keyword_in_conclusion` passes when a conclusion sentence holds a keyword given in the rubric; an LLM may
-decide it too. Used by the registry tests (embedded judge) and the local-model test (LLM judge).
+decide it too (its facts show it the keyword). Used by the registry tests (embedded judge) and the local-model
+test (LLM judge).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import yaml
 
@@ -18,12 +20,16 @@ from judge.checks.registry import CHECKS
 from judge.checks.verdicts import embedded_result, quote
 from judge.embeddings.encoder import Embedder
 from judge.models import Leaf, LeafResult, Task
-from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
+from judge.models.evidence import SHOWN_TO_LLM, AlignedSnippet, CheckFacts, GradingContext, LeafEvidence
 from judge.submission.view import SubmissionView
 
 
 class KeywordArgs(CheckArgs):
     keyword: str
+
+
+class KeywordFacts(CheckFacts):
+    keyword: Annotated[str, SHOWN_TO_LLM]
 
 
 class KeywordInConclusion(Check):
@@ -39,11 +45,11 @@ class KeywordInConclusion(Check):
             keyword = self.args(leaf).keyword.lower()
             snippets = [AlignedSnippet(source="conclusion", text=s, location=f"sentence {i + 1}", similarity=1.0)
                         for i, s in enumerate(view.conclusion_sentences) if keyword in s.lower()]
-            out.append(LeafEvidence(leaf=leaf, snippets=snippets, facts={"keyword": keyword}))
+            out.append(LeafEvidence(leaf=leaf, snippets=snippets, facts=KeywordFacts(keyword=keyword)))
         return out
 
     def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
-        keyword = evidence.facts["keyword"]
+        keyword = KeywordFacts.of(evidence.facts).keyword
         if evidence.snippets:
             return embedded_result(evidence.leaf, "pass", confidence=1.0, rationale=f"the conclusion says {keyword!r}",
                                    evidence=[quote(evidence.snippets[0], context)])

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 
 import litellm
 
+from judge.checks.outcome_claim.payload import OutcomeFacts, UngroundedReading
 from judge.models import (
     CheckSpec,
     DesignVariable,
@@ -126,6 +127,13 @@ def requirement(index: int, target: str, *snippets: AlignedSnippet, kind: str = 
         error_category="missing essential components",
     )
     return LeafEvidence(leaf=leaf, snippets=list(snippets))
+
+
+def outcome_facts(*, log_check: list[str] | None = None) -> OutcomeFacts:
+    """The facts the outcome check records for a claim stating a number, with an execution record in."""
+    return OutcomeFacts(needs_measured_result="states 0.9", record_present=True,
+                        ungrounded_reading=UngroundedReading(verdict="pass", score=1.0), statement=[],
+                        log_check=log_check or [])
 
 
 def args_hunk() -> AlignedSnippet:

@@ -17,10 +17,12 @@ from llm_test_support import (
     eval_hunk,
     make_context,
     make_leaf,
+    outcome_facts,
     requirement,
     snip,
 )
 
+from judge.checks.execution.payload import ExecutionFacts
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
 from judge.judges.prompts import prompt_hash
@@ -155,7 +157,7 @@ async def test_label_of_another_leaf_kind_is_re_asked() -> None:
 async def test_deterministic_leaves_go_to_the_fallback_and_order_is_kept() -> None:
     exit_leaf = make_leaf("ran_to_completion", check="exit_status", stage="execution", target="")
     evidence = [
-        LeafEvidence(leaf=exit_leaf, facts={"error_class": "success", "exit_code": 0}),
+        LeafEvidence(leaf=exit_leaf, facts=ExecutionFacts(error_class="success", exit_code=0, taxonomy_label=None)),
         requirement(0, "Add a --lr flag", args_hunk()),
     ]
     model = ScriptedModel([answer({"L1": ("pass", [LR_QUOTE])})])
@@ -233,8 +235,7 @@ async def test_stages_share_a_call_when_they_fit_and_conclusion_facts_are_shown(
         LeafEvidence(
             leaf=claim,
             snippets=[snip(CONCLUSION.split(". ")[0], source="conclusion")],
-            facts={"numeric_check": {"expected": 0.9, "found": 0.91, "within_tolerance": True},
-                   "_internal_count": 3, "empty_finding": []},
+            facts=outcome_facts(log_check=["grounded: 0.91 in the logs"]),
         ),
     ]
     model = ScriptedModel(
@@ -244,9 +245,11 @@ async def test_stages_share_a_call_when_they_fit_and_conclusion_facts_are_shown(
     assert len(model.requests) == 1
     system, user = (m["content"] for m in model.requests[0].messages)
     assert "implementation and conclusion" in system
-    assert '"within_tolerance":true' in user
-    # Bookkeeping facts ("_" keys) and empty findings are not worth the model's tokens.
-    assert "_internal_count" not in user and "empty_finding" not in user
+    assert '"log_check":["grounded: 0.91 in the logs"]' in user
+    # Facts the check does not declare shown (what the caps read) and empty findings are not worth the model's
+    # tokens.
+    assert "needs_measured_result" not in user and "record_present" not in user and "ungrounded" not in user
+    assert "statement" not in user
     assert [r.verdict for r in results] == ["pass", "pass"]
     assert results[1].evidence[0].source == "conclusion"
 
@@ -257,7 +260,8 @@ async def test_stages_split_into_calls_when_the_budget_is_small() -> None:
     )
     evidence = [
         requirement(0, "Add a --lr flag", args_hunk()),
-        LeafEvidence(leaf=claim, snippets=[snip(CONCLUSION.split(". ")[0], source="conclusion")]),
+        LeafEvidence(leaf=claim, snippets=[snip(CONCLUSION.split(". ")[0], source="conclusion")],
+                     facts=outcome_facts()),
     ]
     together = judge_with(ScriptedModel([{}])).plan_calls(evidence)
     assert len(together) == 1

@@ -25,6 +25,7 @@ from llm_test_support import (
     eval_hunk,
     make_context,
     make_leaf,
+    outcome_facts,
     requirement,
     snip,
 )
@@ -71,7 +72,7 @@ def example_evidence() -> list[LeafEvidence]:
         LeafEvidence(
             leaf=claim,
             snippets=[snip(CONCLUSION.split(". ")[0], source="conclusion")],
-            facts={"numeric_check": {"expected": 0.9, "found": 0.91, "within_tolerance": True}},
+            facts=outcome_facts(log_check=["grounded: 0.91 in the logs"]),
         ),
     ]
 

@@ -1,0 +1,59 @@
+"""What `requirement_in_diff` records. Per leaf: the feature vector its decision reads and whether it was
+judged against the task's reference, or, for a diff it aligned hunk by hunk, how many hunks were embedded;
+an LLM judge sees only which files the requirement names that the diff touches. Per snippet: whether the code
+unit acts and whether it only restates the requirement in prose, or, for a hunk, the sibling leaves' best
+similarity and whether it lies in a file the requirement names."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from judge.checks.verdicts import RankedMeta
+from judge.models.evidence import SHOWN_TO_LLM, CheckFacts, SnippetMeta
+
+
+class RequirementFacts(CheckFacts):
+    """A leaf evidenced by code units.
+
+    Attributes:
+        named_files_touched: The files the requirement names that the diff touches.
+        features: The decision's features (`REFERENCE_FEATURES` with a reference, and `TEXT_FEATURES`).
+        reference_mode: Whether the leaf was matched against its span of the task's reference.
+    """
+
+    named_files_touched: Annotated[list[str], SHOWN_TO_LLM]
+    features: dict[str, float]
+    reference_mode: bool
+
+
+class RequirementHunkFacts(CheckFacts):
+    """A leaf of a diff with no code unit to cut, evidenced hunk by hunk (`diff_shortlist` says how many
+    hunks were embedded).
+
+    Attributes:
+        named_files_touched: The files the requirement names that the diff touches.
+    """
+
+    named_files_touched: Annotated[list[str], SHOWN_TO_LLM]
+
+
+class UnitMeta(SnippetMeta):
+    """A code unit shown for a requirement.
+
+    Attributes:
+        code: Whether the unit acts (only acting units can be evidence).
+        prose_only: Whether it does nothing but holds prose (comments, docstrings, strings).
+    """
+
+    code: bool
+    prose_only: bool
+
+
+class HunkMeta(RankedMeta):
+    """A hunk shown for a requirement.
+
+    Attributes:
+        file_match: Whether the hunk is in a file the requirement names.
+    """
+
+    file_match: bool
