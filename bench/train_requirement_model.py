@@ -17,6 +17,7 @@ The rubric is expbench-v1 with its requirement check's arguments extended by `te
 `reference_model` (plain data: part of the rubric hash, hence of every grade's fingerprint).
 
 Reproduce:  .venv/bin/python bench/train_requirement_model.py [--features out/requirement_features.json]
+            [--out rubrics/expbench-v2.yaml] [--dry-run]
             (about 15 minutes on 2 cores; --features keeps the collected features for a re-fit)
 """
 
@@ -49,6 +50,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from calibration.decision_model import fit_decision_model, fold_splits  # noqa: E402
 from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
 from judge.checks.requirement.features import REFERENCE_FEATURES, TEXT_FEATURES  # noqa: E402
+from judge.checks.requirement.payload import UnitMeta  # noqa: E402
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.models import Submission  # noqa: E402
@@ -58,14 +60,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "rubrics" / "expbench-v1.yaml"
 TARGET = ROOT / "rubrics" / "expbench-v2.yaml"
 TEXT_PASS_RECALL = 0.9
+# (features, label, group: the task, the variant kind it came from)
+Row = tuple[dict[str, float], str, str, str]
 _ARGS_LINE = re.compile(r"^(\s*)args: \{pass_threshold: [^\n]*top_k: 3\}$", re.M)
 
 
 async def collect(cases: list[Any], grader: Grader, console: Console,
-                  everything: list[Any]) -> dict[str, list[tuple[dict[str, float], str, str]]]:
-    """(features, label, group) of every labelled leaf with an acting candidate, per mode (`everything`: all
-    cases, where another task of the same paper is found)."""
-    rows: dict[str, list[tuple[dict[str, float], str, str]]] = {"text": [], "reference": []}
+                  everything: list[Any]) -> dict[str, list[Row]]:
+    """(features, label, group, variant kind) of every labelled leaf with an acting candidate, per mode
+    (`everything`: all cases, where another task of the same paper is found)."""
+    rows: dict[str, list[Row]] = {"text": [], "reference": []}
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as progress:
         bar = progress.add_task("features", total=len(cases))
@@ -82,21 +86,23 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
                         if evidence.leaf.stage != "implementation" or not index.isdigit():
                             continue
                         label = variant.expected.get(int(index))
-                        if label is None or not any(s.meta.get("code") for s in evidence.snippets):
+                        if label is None or not any(isinstance(s.meta, UnitMeta) and s.meta.code
+                                                    for s in evidence.snippets):
                             continue
-                        rows[mode].append((requirement_feature_vector(evidence), label, case.task.task_id))
+                        rows[mode].append((requirement_feature_vector(evidence), label, case.task.task_id,
+                                           variant.kind))
             progress.advance(bar)
     return rows
 
 
-def train(rows: list[tuple[dict[str, float], str, str]], names: tuple[str, ...], papers: list[str],
+def train(rows: list[Row], names: tuple[str, ...], papers: list[str],
           pass_recall: float | None = None) -> Any:
     """The calibrated model of one mode. With `pass_recall`, the decision weights are set so that the
     cross-validated predictions pass that share of the real implementations (labelled pass) of the train
     papers, the fewest negatives passing at that recall; else they maximise macro-F1."""
-    x = np.array([[row[name] for name in names] for row, _, _ in rows], dtype=np.float64)
-    y = [label for _, label, _ in rows]
-    groups = [group for _, _, group in rows]
+    x = np.array([[row[0][name] for name in names] for row in rows], dtype=np.float64)
+    y = [row[1] for row in rows]
+    groups = [row[2] for row in rows]
     provenance: dict[str, Any] = {"train_papers": papers, "source": "gt_code variants",
                                   "script": "bench/train_requirement_model.py"}
     trained = fit_decision_model(x, y, groups, names, objective="macro_f1", provenance=provenance)
@@ -118,8 +124,18 @@ def train(rows: list[tuple[dict[str, float], str, str]], names: tuple[str, ...],
     return trained
 
 
-def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any]) -> None:
-    """expbench-v2: expbench-v1 with both models in the requirement check's arguments."""
+def print_cv_by_kind(console: Console, rows: list[Row], predicted: list[str]) -> None:
+    """The cross-validated predictions (weights chosen for macro-F1) by variant kind and label: the share
+    that passes (a dropped leaf is "drop/fail", a leaf of a drop-one submission whose lines stayed "drop/pass")."""
+    groups: dict[str, list[bool]] = {}
+    for row, label in zip(rows, predicted, strict=True):
+        groups.setdefault(f"{row[3]}/{row[1]}", []).append(label == "pass")
+    console.print("  cross-validated share passed: " + ", ".join(
+        f"{key} {sum(found) / len(found):.3f} (n={len(found)})" for key, found in sorted(groups.items())))
+
+
+def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], target: Path = TARGET) -> None:
+    """expbench-v2: expbench-v1 with both models in the requirement check's arguments, written to `target`."""
     source = SOURCE.read_text(encoding="utf-8")
     match = _ARGS_LINE.search(source)
     if match is None:
@@ -131,13 +147,16 @@ def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any]) ->
                         "decisions; written by bench/train_requirement_model.py, do not edit by hand):", 1)
     body = re.sub(r"(?m)^id: expbench-v1$", "id: expbench-v2", body, count=1)
     body = re.sub(r'(?m)^version: "[^"]*"$', 'version: "2.0.0"', body, count=1)
-    TARGET.write_text(body, encoding="utf-8")
+    target.write_text(body, encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks-per-paper", type=int, default=None)
     parser.add_argument("--dry-run", action="store_true", help="train and print, do not write the rubric")
+    parser.add_argument("--out", type=Path, default=TARGET,
+                        help="where the rubric is written (default rubrics/expbench-v2.yaml; another path keeps "
+                             "the stored models while the bench grades with --rubric PATH)")
     parser.add_argument("--features", type=Path, default=None,
                         help="a JSON of collected features: read it when it exists, else write it")
     args = parser.parse_args()
@@ -151,7 +170,8 @@ def main() -> None:
                   sorted(int(d.task.task_id.split(":")[1]) for d in chosen if d.paper == c.paper)
                   [: args.tasks_per_paper]]
     if args.features and args.features.exists():
-        rows = {mode: [(dict(f), str(label), str(group)) for f, label, group in items]
+        rows = {mode: [(dict(item[0]), str(item[1]), str(item[2]), str(item[3]) if len(item) > 3 else "?")
+                       for item in items]
                 for mode, items in json.loads(args.features.read_text(encoding="utf-8")).items()}
         console.print(f"features read from {args.features}")
     else:
@@ -164,17 +184,18 @@ def main() -> None:
             args.features.write_text(json.dumps(rows), encoding="utf-8")
     models = {}
     for mode, names in (("text", TEXT_FEATURES), ("reference", (*REFERENCE_FEATURES, *TEXT_FEATURES))):
-        labels = [label for _, label, _ in rows[mode]]
+        labels = [row[1] for row in rows[mode]]
         # Without a reference only the text tells sibling code apart: the grade errs towards passing code
         # that acts (the gate, not the model, is what keeps every restatement from passing).
         trained = train(rows[mode], names, train_papers, TEXT_PASS_RECALL if mode == "text" else None)
         console.print(f"{mode}: {len(labels)} leaves ({labels.count('pass')} pass, {labels.count('fail')} fail); "
                       f"C={trained.c}, cross-validated macro-F1 {trained.cv_score:.3f}, "
                       f"weights {trained.model.decision_weights}")
+        print_cv_by_kind(console, rows[mode], trained.cv_predictions)
         models[mode] = trained.model.model_dump(mode="json")
     if not args.dry_run:
-        write_rubric(models["text"], models["reference"])
-        console.print(f"written: {TARGET.relative_to(ROOT)}")
+        write_rubric(models["text"], models["reference"], args.out)
+        console.print(f"written: {args.out}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from judge.reference.behaviour import Behaviour
 
@@ -21,6 +21,7 @@ class Frequencies:
 
     documents: int
     counts: Mapping[str, int]
+    _weights: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, behaviours: Iterable[Behaviour]) -> Frequencies:
@@ -37,8 +38,11 @@ class Frequencies:
         """An inverse document frequency, 1.0 for an item no document holds."""
         if not self.documents:
             return 1.0
-        df = self.counts.get(f"{channel}:{item}", 0)
-        return math.log(1.0 + (self.documents + 1) / (df + 1))
+        key = f"{channel}:{item}"
+        found = self._weights.get(key)
+        if found is None:
+            found = self._weights[key] = math.log(1.0 + (self.documents + 1) / (self.counts.get(key, 0) + 1))
+        return found
 
 
 def containment(reference: Counter[str], candidate: Counter[str], channel: str = "",
@@ -61,6 +65,22 @@ def cosine(a: Counter[str], b: Counter[str]) -> float:
 
 
 CHANNELS = ("calls", "literals", "keywords", "attributes", "flow", "lines")
+# The channels a requirement's cited lines are read by when pooled into one coverage figure.
+CORE_CHANNELS = ("lines", "calls", "literals", "keywords")
+
+
+def pooled_containment(reference: Behaviour, candidate: Behaviour, frequencies: Frequencies | None = None,
+                       channels: Iterable[str] = CORE_CHANNELS) -> float:
+    """Weighted share of the reference's items, over several channels at once, that the candidate holds
+    (0.0 for a reference with no item)."""
+    total = held = 0.0
+    for channel in channels:
+        bag = getattr(candidate, channel)
+        for item, count in getattr(reference, channel).items():
+            weight = frequencies.weight(channel, item) if frequencies else 1.0
+            total += weight * count
+            held += weight * min(count, bag.get(item, 0))
+    return held / total if total else 0.0
 
 
 def similarity(reference: Behaviour, candidate: Behaviour,
