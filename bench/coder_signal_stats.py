@@ -129,8 +129,13 @@ def metrics(y: np.ndarray, score: np.ndarray, threshold: float) -> tuple[float |
 Draws = dict[str, dict[str, list[float]]]
 
 
-def bootstrap(rows: Sequence[dict[str, Any]], scores: dict[str, np.ndarray], thresholds: dict[str, float],
-              resamples: int, seed: int = 0) -> tuple[dict[str, dict[str, tuple[float, float]]], Draws]:
+def bootstrap(
+    rows: Sequence[dict[str, Any]],
+    scores: dict[str, np.ndarray],
+    thresholds: dict[str, float],
+    resamples: int,
+    seed: int = 0,
+) -> tuple[dict[str, dict[str, tuple[float, float]]], Draws]:
     """95% intervals of AUC and macro-F1 per system, resampling tasks with replacement, and the draws
     themselves (for intervals of differences on the same resamples)."""
     tasks = sorted({r["task"] for r in rows})
@@ -148,8 +153,9 @@ def bootstrap(rows: Sequence[dict[str, Any]], scores: dict[str, np.ndarray], thr
             draws[name]["f1"].append(f1)
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for name, values in draws.items():
-        out[name] = {k: (float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5)))
-                     for k, v in values.items() if v}
+        out[name] = {
+            k: (float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5))) for k, v in values.items() if v
+        }
     return out, draws
 
 
@@ -192,25 +198,55 @@ def raw_signal(rows: Sequence[dict[str, Any]], mode: str) -> dict[str, Any]:
 
 
 def timing(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Model seconds of the readings evaluated (not cached) when the rows were collected."""
+    """Model time of the readings evaluated (not cached) when the rows were collected: wall seconds (they
+    include waiting for a core on a loaded machine) and CPU seconds of this process (one llama.cpp thread)."""
     evaluated = [x for r in rows for x in r.get("readings", []) if not x["cached"]]
-    warm = [x["seconds"] for x in evaluated if x["reused"]]
-    cold = [x["seconds"] for x in evaluated if not x["reused"]]
-    leaves = sum(1 for r in rows if r["acting"])
-    total = sum(x["seconds"] for x in evaluated)
+    timed = [x for x in evaluated if x.get("cpu_seconds") is not None]
+    warm = [x for x in timed if x["reused"]]
+    cold = [x for x in timed if not x["reused"]]
+    leaves = [r for r in rows if r["acting"]]
+    timed_leaves = [r for r in leaves if all(x.get("cpu_seconds") is not None for x in r.get("readings", []))]
+    cpu_total = sum(x["cpu_seconds"] for x in timed)
+
+    def median(values: list[float]) -> float | None:
+        return round(float(np.median(values)), 2) if values else None
+
     return {
-        "readings_evaluated": len(evaluated), "readings_total": sum(len(r.get("readings", [])) for r in rows),
-        "model_seconds": round(total, 1), "leaf_rows_read": leaves,
-        "seconds_per_leaf_row": round(total / leaves, 2) if leaves else None,
-        "warm_readings": len(warm), "warm_median_s": round(float(np.median(warm)), 2) if warm else None,
-        "cold_readings": len(cold), "cold_median_s": round(float(np.median(cold)), 2) if cold else None,
+        "readings_evaluated": len(evaluated),
+        "readings_total": sum(len(r.get("readings", [])) for r in rows),
+        "leaf_rows_read": len(leaves),
+        "model_wall_seconds": round(sum(x["seconds"] for x in evaluated), 1),
+        "wall_seconds_per_leaf_row": round(sum(x["seconds"] for x in evaluated) / len(leaves), 2) if leaves else None,
+        "model_cpu_seconds": round(cpu_total, 1),
+        "readings_with_cpu": len(timed),
+        "cpu_seconds_per_leaf_row": round(
+            sum(x["cpu_seconds"] for r in timed_leaves for x in r["readings"] if not x["cached"]) / len(timed_leaves), 2
+        )
+        if timed_leaves
+        else None,
+        "cpu_tokens_per_second": round(sum(x["evaluated"] for x in timed) / cpu_total, 1) if cpu_total else None,
+        "warm_readings": len(warm),
+        "warm_median_cpu_s": median([x["cpu_seconds"] for x in warm]),
+        "warm_median_wall_s": median([x["seconds"] for x in warm]),
+        "warm_tokens_reused": sum(x["reused"] for x in warm),
+        "warm_tokens_evaluated": sum(x["evaluated"] for x in warm),
+        "cold_readings": len(cold),
+        "cold_median_cpu_s": median([x["cpu_seconds"] for x in cold]),
+        "cold_median_wall_s": median([x["seconds"] for x in cold]),
         "tokens_evaluated": sum(x["evaluated"] for x in evaluated),
         "truncated_share": round(float(np.mean([x["truncated"] for x in evaluated])), 3) if evaluated else None,
     }
 
 
-def print_report(console: Any, rows: Sequence[dict[str, Any]], train: Sequence[str], held_out: Sequence[str],
-                 text_features: Sequence[str], reference_features: Sequence[str], resamples: int) -> dict[str, Any]:
+def print_report(
+    console: Any,
+    rows: Sequence[dict[str, Any]],
+    train: Sequence[str],
+    held_out: Sequence[str],
+    text_features: Sequence[str],
+    reference_features: Sequence[str],
+    resamples: int,
+) -> dict[str, Any]:
     """Fit on the train papers, print the held-out figures per mode, return them."""
     from rich.table import Table
 
@@ -222,46 +258,84 @@ def print_report(console: Any, rows: Sequence[dict[str, Any]], train: Sequence[s
         restated = [r for r in mode_rows if r["paper"] in held_out and r["variant"].startswith("restate_")]
         y_fit = [r["label"] == "pass" for r in fit_rows if r["acting"]]
         if len(set(y_fit)) < 2 or not test_rows:
-            console.print(f"{mode} mode: not enough rows to fit and test ({len(fit_rows)} train, "
-                          f"{len(test_rows)} held out)")
+            console.print(
+                f"{mode} mode: not enough rows to fit and test ({len(fit_rows)} train, {len(test_rows)} held out)"
+            )
             continue
         y = np.array([r["label"] == "pass" for r in test_rows], dtype=int)
-        fitted = {s.name: fit(s, fit_rows) for s in systems(mode, text_features, reference_features)}
+        # The rows keep the features the judge computed when they were collected: fit on those.
+        stored = set.intersection(*(set(r["features"]) for r in mode_rows if r["acting"]))
+        missing = [n for n in (*text_features, *reference_features) if n not in stored]
+        if missing:
+            console.print(f"{mode} mode: features the judge has now but the rows lack (left out): {missing}")
+        names = ([n for n in text_features if n in stored], [n for n in reference_features if n in stored])
+        fitted = {s.name: fit(s, fit_rows) for s in systems(mode, *names)}
         scores = {name: f.scores(test_rows) for name, f in fitted.items()}
         thresholds = {name: f.threshold for name, f in fitted.items()}
         intervals, draws = bootstrap(test_rows, scores, thresholds, resamples)
-        table = Table(title=f"{mode} mode: fitted on {len({r['task'] for r in fit_rows})} train tasks "
-                            f"({len(y_fit)} acting leaf rows), held out {len({r['task'] for r in test_rows})} tasks "
-                            f"({int(y.sum())} implemented, {int(len(y) - y.sum())} not)")
-        for column in ("system", "AUC [95% CI]", "macro-F1 [95% CI]", "C", "thr", "own", "rewrite", "drop",
-                       "other_task", "restatements"):
+        table = Table(
+            title=f"{mode} mode: fitted on {len({r['task'] for r in fit_rows})} train tasks "
+            f"({len(y_fit)} acting leaf rows), held out {len({r['task'] for r in test_rows})} tasks "
+            f"({int(y.sum())} implemented, {int(len(y) - y.sum())} not)"
+        )
+        for column in (
+            "system",
+            "AUC [95% CI]",
+            "macro-F1 [95% CI]",
+            "C",
+            "thr",
+            "own",
+            "rewrite",
+            "drop",
+            "other_task",
+            "restatements",
+        ):
             table.add_column(column, justify="left" if column == "system" else "right")
-        mode_report: dict[str, Any] = {"systems": {}, "raw_signal_all_rows": raw_signal(mode_rows, mode),
-                                       "raw_signal_held_out": raw_signal(test_rows, mode)}
+        mode_report: dict[str, Any] = {
+            "systems": {},
+            "raw_signal_all_rows": raw_signal(mode_rows, mode),
+            "raw_signal_held_out": raw_signal(test_rows, mode),
+        }
         for name, f in fitted.items():
             auc, f1 = metrics(y, scores[name], f.threshold)
+            auc = None if f.system.rule is not None else auc  # a pass/not verdict ranks nothing
             passed = scores[name] >= f.threshold
-            shares = {v: [bool(p) for p, r in zip(passed, test_rows, strict=True) if r["variant"] == v]
-                      for v in CORE_VARIANTS}
+            shares = {
+                v: [bool(p) for p, r in zip(passed, test_rows, strict=True) if r["variant"] == v] for v in CORE_VARIANTS
+            }
             restate_pass = [bool(p) for p in f.scores(restated) >= f.threshold] if restated else []
-            table.add_row(name, _interval(auc, intervals[name].get("auc")), _interval(f1, intervals[name].get("f1")),
-                          "-" if f.c is None else f"{f.c:g}", f"{f.threshold:.2f}",
-                          *[_share(shares[v]) for v in CORE_VARIANTS], _share(restate_pass))
+            table.add_row(
+                name,
+                _interval(auc, intervals[name].get("auc")),
+                _interval(f1, intervals[name].get("f1")),
+                "-" if f.c is None else f"{f.c:g}",
+                f"{f.threshold:.2f}",
+                *[_share(shares[v]) for v in CORE_VARIANTS],
+                _share(restate_pass),
+            )
             mode_report["systems"][name] = {
-                "auc": auc, "macro_f1": f1, "auc_ci": intervals[name].get("auc"), "f1_ci": intervals[name].get("f1"),
-                "c": f.c, "threshold": f.threshold,
+                "auc": auc,
+                "macro_f1": f1,
+                "auc_ci": intervals[name].get("auc"),
+                "f1_ci": intervals[name].get("f1"),
+                "c": f.c,
+                "threshold": f.threshold,
                 "pass_share": {v: float(np.mean(s)) if s else None for v, s in shares.items()},
                 "restatements_pass": float(np.mean(restate_pass)) if restate_pass else None,
-                "restatement_rows": len(restate_pass)}
+                "restatement_rows": len(restate_pass),
+            }
         console.print(table)
         a, c = "(a) embedded features", "(c) embedded + coder"
         for key in ("auc", "f1"):
             low, high = difference_interval(draws, a, c, key)
-            delta = (mode_report["systems"][c]["auc" if key == "auc" else "macro_f1"]
-                     - mode_report["systems"][a]["auc" if key == "auc" else "macro_f1"])
+            delta = (
+                mode_report["systems"][c]["auc" if key == "auc" else "macro_f1"]
+                - mode_report["systems"][a]["auc" if key == "auc" else "macro_f1"]
+            )
             mode_report[f"c_minus_a_{key}"] = {"value": round(delta, 4), "ci": [round(low, 4), round(high, 4)]}
-            console.print(f"  (c) - (a) {'AUC' if key == 'auc' else 'macro-F1'}: {delta:+.3f} "
-                          f"[95% CI {low:+.3f}, {high:+.3f}]")
+            console.print(
+                f"  (c) - (a) {'AUC' if key == 'auc' else 'macro-F1'}: {delta:+.3f} [95% CI {low:+.3f}, {high:+.3f}]"
+            )
         console.print(f"  coder P(yes) unfitted, held out: {mode_report['raw_signal_held_out']}")
         console.print(f"  coder P(yes) unfitted, all sampled rows: {mode_report['raw_signal_all_rows']}")
         report[mode] = mode_report
