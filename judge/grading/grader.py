@@ -146,11 +146,11 @@ def _narrowing_warnings(evidence: list[LeafEvidence]) -> list[str]:
     """Say so when a diff was too big to embed whole and a lexical pass chose what was compared."""
     out = []
     for unit, compared_with in (("hunks", "the requirements"), ("windows", "the claims")):
-        narrowed = next((e.facts for e in evidence if f"_{unit}_embedded" in e.facts
-                         and e.facts[f"_{unit}_embedded"] < e.facts.get(f"_{unit}_in_diff", 0)), None)
+        narrowed = next((shortlist for e in evidence if (shortlist := e.facts.diff_shortlist)
+                         and shortlist.unit == unit and shortlist.narrowed), None)
         if narrowed is not None:
-            out.append(f"a diff of {narrowed[f'_{unit}_in_diff']} {unit}: a lexical pass chose the "
-                       f"{narrowed[f'_{unit}_embedded']} compared with {compared_with} by embedding")
+            out.append(f"a diff of {narrowed.in_diff} {unit}: a lexical pass chose the "
+                       f"{narrowed.embedded} compared with {compared_with} by embedding")
     return out
 
 
