@@ -21,6 +21,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from judge.safety.injection_patterns import CHAT_TOKENS
 from judge.safety.injection_patterns import COMPILED as _COMPILED
 from judge.safety.injection_patterns import LEAD_BEFORE as _LEAD_BEFORE
 from judge.safety.injection_patterns import TRIGGERS as _TRIGGERS
@@ -56,6 +57,16 @@ _HEADER_ONLY = re.compile(
 _RESIDUE = r"[^\w\s.,;:!?]{3,12}"
 _RESIDUE_BEFORE = re.compile(rf"(?:(?<=\s)|^){_RESIDUE}[ \t]*\Z", re.M)
 _RESIDUE_AFTER = re.compile(rf"[ \t]*{_RESIDUE}(?=[ \t]|$)", re.M)
+# A string literal on one line of code (quotes, content), and what a chat-format template holds besides its
+# tokens: escapes, placeholders ({prompt}, %s, ${x}, {{ jinja }}), role names.
+_STRING_LITERAL = re.compile(r"(\"\"\"|'''|\"|')((?:\\.|(?!\1).)*)\1")
+_CHAT_TOKEN = re.compile(CHAT_TOKENS, re.I)
+_TEMPLATE_FILLER = re.compile(
+    r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|.)|\{+[^{}\n]*\}+|%(?:\(\w+\))?[sdr]|\$\{?\w+\}?"
+    r"|\b(?:system|user|assistant|model|human|ai|bot|developer|tool|instruction|response|input|output)\b",
+    re.I,
+)
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,23 @@ def _quoted_alone(text: str, start: int, end: int) -> bool:
     return start > 0 and end < len(text) and text[start - 1] in "\"'" and text[end] == text[start - 1]
 
 
+def _in_template_literal(text: str, start: int, end: int) -> bool:
+    """True when `text[start:end]` lies in a one-line string literal that holds chat tokens and nothing a reader
+    could take as an instruction: code that formats a conversation (`sep = "[INST] <<SYS>>\\n\\n<</SYS>>"`,
+    `"<|im_start|>user\\n{prompt}<|im_end|>"`). A spoofed turn needs words addressed to the grader; once the
+    tokens, escapes, placeholders and role names are taken out of such a literal, no letter is left."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end == -1 else line_end
+    for literal in _STRING_LITERAL.finditer(text, line_start, line_end):
+        if literal.start(2) <= start and end <= literal.end(2):
+            content = _TEMPLATE_FILLER.sub(" ", _CHAT_TOKEN.sub(" ", literal.group(2)))
+            return _LETTER.search(content) is None
+        if literal.start() > start:
+            break
+    return False
+
+
 def _spans(original: str) -> list[tuple[int, int, str]]:
     """(start, end, family) of every match in `original`, in text order.
 
@@ -126,6 +154,8 @@ def _spans(original: str) -> list[tuple[int, int, str]]:
 def _text_spans(original: str) -> set[tuple[int, int, str]]:
     view = scan_view(original)
     found = {(*view.to_original(start, end), name) for start, end, name in _view_spans(view.text)}
+    found = {(start, end, name) for start, end, name in found
+             if name != "role_tag" or not _in_template_literal(original, start, end)}
     if not original.isascii() and ("\u202d" in original or "\u202e" in original or max(original) >= "\U000e0000"):
         found.update((m.start(), m.end(), "hidden_text") for m in _HIDDEN_TEXT.finditer(original))
     return found

@@ -39,6 +39,20 @@ _LINE_LEAD = (
     r"(?:[\w.\[\]]*[ \t]*[=:(,][ \t]*[rbfu]{0,2}[\"']{1,3}[ \t]*)?"
 )
 
+# The turn and role tokens of ChatML, Llama 3, Phi-3 / Zephyr, gpt-oss (harmony), DeepSeek (<｜User｜>, its
+# fullwidth bars folded by the scan view) and GPT-2, Llama 2 / Mistral, Gemma, tool-call tags and our own
+# trust tags. A list, not every <|name|>: tasks about chat formats name other models' tokens (OpenChat's
+# <|end_of_turn|>) in their own instructions.
+CHAT_TOKENS = (
+    r"<\|\s*(?:im_start|im_end|im_sep|system|assistant|user|developer|endoftext|endofprompt|eot_id|eom_id"
+    r"|begin_of_text|start_header_id|end_header_id|start|end|message|channel|return|constrain"
+    r"|(?:begin|end)\u2581of\u2581sentence)\s*\|>(?:[ \t]*(?:system|assistant|user)\b)?"
+    r"|\[/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\]|<</?SYS>>"
+    r"|<(?:start_of_turn|end_of_turn)>|</?(?:tool_call|tool_response|function_calls?)>"
+    r"|</?(?:system|untrusted[\w-]*|trusted[\w-]*|grader|judge|rubric|evidence|submission|user_input"
+    r"|agent_output)\b[^>\n]{0,80}>"
+)
+
 _PATTERNS: list[tuple[str, str]] = [
     ("ignore_instructions", rf"\b(?:ignore|disregard|forget){_GAP}{_DETERMINERS}{_OBJECTS}"),
     (
@@ -96,19 +110,7 @@ _PATTERNS: list[tuple[str, str]] = [
         rf"|\b(?:new|updated|revised){_GAP}system{_GAP}prompt\s*:"
         rf"|\b(?:begin|end|start){_GAP}(?:of{_GAP})?(?:the{_GAP})?system{_GAP}(?:prompt|message)\b",
     ),
-    (
-        "role_tag",
-        # The turn and role tokens of ChatML, Llama 3, Phi-3 / Zephyr, gpt-oss (harmony), DeepSeek (<｜User｜>,
-        # its fullwidth bars folded by the scan view) and GPT-2. A list, not every <|name|>: tasks about chat
-        # formats name other models' tokens (OpenChat's <|end_of_turn|>) in their own instructions.
-        r"<\|\s*(?:im_start|im_end|im_sep|system|assistant|user|developer|endoftext|endofprompt|eot_id|eom_id"
-        r"|begin_of_text|start_header_id|end_header_id|start|end|message|channel|return|constrain"
-        r"|(?:begin|end)\u2581of\u2581sentence)\s*\|>(?:[ \t]*(?:system|assistant|user)\b)?"
-        r"|\[/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\]|<</?SYS>>"
-        r"|<(?:start_of_turn|end_of_turn)>|</?(?:tool_call|tool_response|function_calls?)>"
-        r"|</?(?:system|untrusted[\w-]*|trusted[\w-]*|grader|judge|rubric|evidence|submission|user_input"
-        r"|agent_output)\b[^>\n]{0,80}>",
-    ),
+    ("role_tag", CHAT_TOKENS),
     (
         "role_tag",
         # Role headers at the start of a line, also behind a diff marker and a comment marker ("+# ### System:"),
