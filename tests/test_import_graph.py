@@ -155,19 +155,9 @@ def test_no_import_cycles_between_judge_subpackages_type_only_imports_counted() 
     assert not cycles, "sub-package cycles: " + "; ".join(" <-> ".join(c) for c in cycles) + "\n" + "\n".join(edges)
 
 
-# Module cycles closed only by `if TYPE_CHECKING:` imports (none of them runs), found when the sub-package
-# rule was added: to be removed by the modules' owners; the test fails on any cycle not listed here.
-KNOWN_TYPE_ONLY_CYCLES = [
-    ["judge.store.api_keys", "judge.store.calibrations", "judge.store.database", "judge.store.grades",
-     "judge.store.jobs", "judge.store.labels", "judge.store.response_cache", "judge.store.review_queries",
-     "judge.store.review_sessions"],
-]
-
-
-def test_no_new_module_cycle_through_type_only_imports() -> None:
+def test_no_module_cycle_even_through_type_only_imports() -> None:
     cycles = _cycles(_graph(type_checking=True))
-    new = [c for c in cycles if not any(set(c) <= set(known) for known in KNOWN_TYPE_ONLY_CYCLES)]
-    assert not new, "new import cycles (type-only imports counted):\n" + "\n".join(" <-> ".join(c) for c in new)
+    assert not cycles, "import cycles (type-only imports counted):\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
 # The layers below the checks: what a check reads is built without knowing which checks exist.

@@ -7,7 +7,7 @@ import hmac
 import secrets
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from judge.errors import InputError
 from judge.store.clock import as_utc, utcnow
@@ -16,9 +16,12 @@ from judge.store.review_records import ROLES, KeyIdentity, Role
 from judge.store.tables import ApiKeyRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 KEY_PREFIX = "ejk"
+# Every authenticated request runs it: built once.
+_LIVE_KEY = select(ApiKeyRow.key_hash, ApiKeyRow.tenant, ApiKeyRow.role, ApiKeyRow.key_id, ApiKeyRow.name).where(
+    ApiKeyRow.key_hash == bindparam("digest"), ApiKeyRow.revoked_at.is_(None))
 
 
 def hash_key(secret: str) -> str:
@@ -40,7 +43,7 @@ def _record(row: Any) -> ApiKeyRecord:
 class ApiKeyStore:
     """Create, check, list and revoke API keys."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreAccess) -> None:
         self._store = store
 
     async def create(self, tenant: str, name: str | None = None, role: Role = "grader") -> tuple[ApiKeyRecord, str]:
@@ -77,10 +80,7 @@ class ApiKeyStore:
     async def identify(self, secret: str) -> KeyIdentity | None:
         """Who a valid, unrevoked key is: tenant, role, key id and rater id; None otherwise."""
         digest = hash_key(secret)
-        query = select(ApiKeyRow.key_hash, ApiKeyRow.tenant, ApiKeyRow.role, ApiKeyRow.key_id, ApiKeyRow.name).where(
-            ApiKeyRow.key_hash == digest, ApiKeyRow.revoked_at.is_(None)
-        )
-        row = await self._store.run_read(lambda c: c.execute(query).one_or_none())
+        row = await self._store.run_read(lambda c: c.execute(_LIVE_KEY, {"digest": digest}).one_or_none(), point=True)
         # The lookup is by hash already; compare again in constant time for good measure.
         if row is None or not hmac.compare_digest(row[0], digest):
             return None

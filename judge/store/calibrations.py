@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Connection, or_, select
+from sqlalchemy import ColumnElement, Connection, bindparam, or_, select
 
 from judge.models import CalibrationStatus, JudgeFingerprint
 from judge.store.clock import as_utc
@@ -25,7 +25,7 @@ from judge.store.tables import CalibrationRunRow
 
 if TYPE_CHECKING:
     from judge.settings import Settings
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 
 @dataclass(frozen=True)
@@ -132,12 +132,12 @@ def _visible(tenant: str | None) -> ColumnElement[bool]:
     return visible
 
 
-def calibration_status_on(connection: Connection, fingerprint_digest: str, tenant: str | None,
-                          policy: CalibrationPolicy | None = None) -> CalibrationStatus:
-    """What a grade with this fingerprint reports: the newest calibration `tenant` sees, judged by `policy`
-    (default: the settings'), or uncalibrated when there is none."""
-    policy = policy or CalibrationPolicy.from_settings()
-    row = connection.execute(
+def _newest_visible(shared_only: bool) -> Any:
+    """The newest calibration run of a fingerprint (bound as `digest`) that everyone, or also `tenant`, sees."""
+    visible: ColumnElement[bool] = CalibrationRunRow.tenant.is_(None)
+    if not shared_only:
+        visible = or_(visible, CalibrationRunRow.tenant == bindparam("tenant"))
+    return (
         select(
             CalibrationRunRow.calibration_id,
             CalibrationRunRow.report_json,
@@ -150,10 +150,25 @@ def calibration_status_on(connection: Connection, fingerprint_digest: str, tenan
             CalibrationRunRow.macro_f1_low,
             CalibrationRunRow.macro_f1_high,
         )
-        .where(_visible(tenant), CalibrationRunRow.fingerprint_digest == fingerprint_digest)
+        .where(visible, CalibrationRunRow.fingerprint_digest == bindparam("digest"))
         .order_by(CalibrationRunRow.created_at.desc(), CalibrationRunRow.calibration_id)
         .limit(1)
-    ).one_or_none()
+    )
+
+
+# Built once (every grade reads it): building the statement cost more than running it.
+_NEWEST_SHARED, _NEWEST_FOR_TENANT = _newest_visible(True), _newest_visible(False)
+
+
+def calibration_status_on(connection: Connection, fingerprint_digest: str, tenant: str | None,
+                          policy: CalibrationPolicy | None = None) -> CalibrationStatus:
+    """What a grade with this fingerprint reports: the newest calibration `tenant` sees, judged by `policy`
+    (default: the settings'), or uncalibrated when there is none."""
+    policy = policy or CalibrationPolicy.from_settings()
+    if tenant is None:
+        row = connection.execute(_NEWEST_SHARED, {"digest": fingerprint_digest}).one_or_none()
+    else:
+        row = connection.execute(_NEWEST_FOR_TENANT, {"digest": fingerprint_digest, "tenant": tenant}).one_or_none()
     if row is None:
         return CalibrationStatus(calibrated=False, reason="no calibration run",
                                  min_labels_per_class=policy.min_labels_per_class, max_ci_width=policy.max_ci_width)
@@ -173,7 +188,7 @@ def _interval(low: float | None, high: float | None) -> tuple[float, float] | No
 class CalibrationStore:
     """Save calibration runs and look them up by fingerprint."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreAccess) -> None:
         self._store = store
 
     async def save(self, record: CalibrationRecord) -> bool:
@@ -198,7 +213,7 @@ class CalibrationStore:
             "report_json": json.dumps(record.report, default=str),
             "created_at": record.created_at,
         }
-        statement = insert_ignoring(self._store.dialect, CalibrationRunRow, values, ["calibration_id"])
+        statement = insert_ignoring(CalibrationRunRow, values, ["calibration_id"])
         statement = statement.returning(CalibrationRunRow.calibration_id)
         return await self._store.run_write(lambda c: c.execute(statement).scalar_one_or_none() is not None)
 

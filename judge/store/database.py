@@ -5,7 +5,9 @@ store runs it where the backend does best. On PostgreSQL each runs on the asyncp
 transaction per write). On SQLite, writes go to one group-committing writer thread (see
 sqlite_writer.py) and reads to a small thread pool, one hop per read: through aiosqlite every
 statement is several hops that each wait for the event loop, which under 50 concurrent grades made
-a one-row read take seconds. The URL keeps its `sqlite+aiosqlite://` form; both pools use the
+a one-row read take seconds. A point read (a few rows by key: an API key, a cache entry, a job)
+runs on the calling thread instead, on that thread's own connection: the read takes less than the
+hop to a reader thread and back. The URL keeps its `sqlite+aiosqlite://` form; every pool uses the
 standard library's sqlite3 driver underneath.
 """
 
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import SingletonThreadPool
 
 from judge.errors import InputError
 from judge.store.api_keys import ApiKeyStore
@@ -36,6 +39,17 @@ from judge.store.sqlite_writer import SqliteWriter, add_sqlite_listeners
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+def each_in_savepoint(connection: Connection, writes: list[Callable[[Connection], Any]]) -> None:
+    """Run writes nobody waits for in the caller's transaction, each in a savepoint: a failing one is logged and
+    undone alone."""
+    for write in writes:
+        try:
+            with connection.begin_nested():
+                write(connection)
+        except Exception as exc:
+            log.warning("a background write failed: %s", exc)
 # Read connections (and threads) of a SQLite store; WAL lets them read while the writer writes.
 SQLITE_READERS = 4
 
@@ -62,8 +76,10 @@ class Store:
         self.url = url
         self.dialect = _backend(url)
         self._writer: SqliteWriter | None = None
-        self._background: set[asyncio.Task[Any]] = set()
+        self._queued: list[Callable[[Connection], Any]] = []
+        self._draining: asyncio.Task[None] | None = None
         self._sqlite_reader: Engine | None = None
+        self._sqlite_point_reader: Engine | None = None
         self._read_pool: ThreadPoolExecutor | None = None
         self._engine: AsyncEngine | None = None
         if self.dialect == "sqlite":
@@ -74,6 +90,10 @@ class Store:
                 make_url(url).set(drivername="sqlite"), pool_size=SQLITE_READERS, pool_timeout=60
             )
             add_sqlite_listeners(self._sqlite_reader, immediate=False)
+            # One connection per calling thread (in practice the event loop's) for point reads.
+            self._sqlite_point_reader = create_engine(make_url(url).set(drivername="sqlite"),
+                                                      poolclass=SingletonThreadPool)
+            add_sqlite_listeners(self._sqlite_point_reader, immediate=False, transactions=False)
             self._read_pool = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="expjudge-sqlite-read")
             self._writer = SqliteWriter(url)
         else:
@@ -82,12 +102,16 @@ class Store:
         self.jobs = JobStore(self)
         self.api_keys = ApiKeyStore(self)
         self.calibrations = CalibrationStore(self)
-        self.labels = LabelStore(self)
         self.review = ReviewQueries(self)
+        self.labels = LabelStore(self, self.review)
         self.review_sessions = SessionStore(self)
 
-    async def run_read(self, fn: Callable[[Connection], T]) -> T:
-        """Run `fn(connection)` for reading."""
+    async def run_read(self, fn: Callable[[Connection], T], *, point: bool = False) -> T:
+        """Run `fn(connection)` for reading; `point`: it reads a few rows by key (on SQLite it runs at once, on
+        the calling thread, instead of hopping to a reader thread, each statement its own snapshot)."""
+        if point and self._sqlite_point_reader is not None:
+            with self._sqlite_point_reader.connect() as point_connection:
+                return fn(point_connection)
         if self._sqlite_reader is not None:
             engine = self._sqlite_reader
 
@@ -115,25 +139,34 @@ class Store:
             return written
 
     def write_soon(self, fn: Callable[[Connection], Any]) -> None:
-        """Queue a write nobody waits for (cache fills); a failure is logged, not raised."""
+        """Queue a write nobody waits for (cache fills); a failure is logged, not raised.
+
+        The queued writes land in order, those queued meanwhile together: one transaction, each write in its
+        own savepoint (on SQLite the writer thread's group commit; on PostgreSQL one task that drains them).
+        """
         if self._writer is not None:
             self._writer.submit(fn, wait=False)
             return
-        task = asyncio.get_running_loop().create_task(self.run_write(fn))
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
+        self._queued.append(fn)
+        if self._draining is None or self._draining.done():
+            self._draining = asyncio.get_running_loop().create_task(self._drain())
 
-    def _background_done(self, task: asyncio.Task[Any]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("a background write failed: %s", task.exception())
+    async def _drain(self) -> None:
+        assert self._engine is not None
+        while self._queued:
+            batch, self._queued = self._queued, []
+            try:
+                async with self._engine.begin() as connection:
+                    await connection.run_sync(each_in_savepoint, batch)
+            except Exception as exc:  # the transaction failed: none of the batch was written
+                log.warning("%d background write(s) failed: %s", len(batch), exc)
 
     async def flush(self) -> None:
         """Wait until every write queued with `write_soon` so far is committed."""
         if self._writer is not None:
             await self.run_write(lambda _connection: None)  # the writer runs in order: this lands last
-        elif self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
+        while self._draining is not None and not self._draining.done():
+            await asyncio.shield(self._draining)
 
     async def migrate(self) -> None:
         """Bring the schema to the newest migration (safe to run from several processes at once)."""
@@ -157,14 +190,16 @@ class Store:
 
     async def close(self) -> None:
         """Finish queued writes and close every connection."""
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        if self._writer is None:
+            await self.flush()
         if self._writer is not None:
             await asyncio.to_thread(self._writer.close)
         if self._read_pool is not None:
             self._read_pool.shutdown(wait=True)
         if self._sqlite_reader is not None:
             self._sqlite_reader.dispose()
+        if self._sqlite_point_reader is not None:
+            self._sqlite_point_reader.dispose()
         if self._engine is not None:
             await self._engine.dispose()
 

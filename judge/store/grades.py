@@ -3,24 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from judge.errors import InputError
 from judge.models import Grade
 from judge.store.clock import as_utc, utcnow
-from judge.store.dialects import insert_ignoring, upsert
+from judge.store.dialects import on_conflict
+from judge.store.grade_reuse import (
+    GRADE_BODY,
+    THIS_ENTRY,
+    CachedGrade,
+    GradeReuse,
+    cached_entries,
+    full_json,
+    insert_copies,
+    insert_reuses,
+    keep_reused_bodies,
+)
 from judge.store.records import GradeFilter, GradePage, GradeSummary, SavedGrade
-from judge.store.review_index import grade_leaf_rows, insert_leaf_rows, leaf_rows
+from judge.store.review_index import grade_leaf_rows, insert_leaf_rows
 from judge.store.tables import GradeCacheRow, GradeRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 MAX_PAGE = 500
+_CACHE_KEY = ["submission_hash", "task_hash", "fingerprint_digest"]
+# Built once, executed with each row's values: building a statement costs more than running it.
+_INSERT_GRADE = on_conflict(GradeRow, ["tenant", "run_key"]).returning(GradeRow.grade_id)
+_CACHE_GRADE = on_conflict(GradeCacheRow, _CACHE_KEY)
+_RECACHE_GRADE = on_conflict(GradeCacheRow, _CACHE_KEY, ["grade_json", "created_at"])
+_CACHED = select(GradeCacheRow.grade_json).where(*THIS_ENTRY)
 # Keys per IN (...) list of the bulk look-ups: far under SQLite's and asyncpg's parameter limits.
 BULK_CHUNK = 500
 _SUMMARY = (
@@ -42,9 +57,13 @@ _SUMMARY = (
 
 
 def save_grade(
-    connection: Connection, tenant: str, run_key: str, grade: Grade, *, job_id: str | None, from_cache: bool
+    connection: Connection, tenant: str, run_key: str, grade: Grade, *, job_id: str | None, from_cache: bool,
+    grade_json: str | None = None,
 ) -> SavedGrade:
-    """Insert `grade` unless (tenant, run_key) has one; within the caller's transaction."""
+    """Insert `grade` unless (tenant, run_key) has one; within the caller's transaction.
+
+    `grade_json`: the grade as JSON text when the caller has it already (it is not serialised again).
+    """
     values = {
         "grade_id": grade.grade_id,
         "tenant": tenant,
@@ -63,10 +82,9 @@ def save_grade(
         "cost_usd": grade.usage.cost_usd,
         "llm_calls": grade.usage.llm_calls,
         "created_at": grade.created_at,
-        "grade_json": grade.model_dump_json(),
+        "grade_json": grade_json if grade_json is not None else grade.model_dump_json(),
     }
-    statement = insert_ignoring(connection.dialect.name, GradeRow, values, ["tenant", "run_key"])
-    inserted = connection.execute(statement.returning(GradeRow.grade_id)).scalar_one_or_none()
+    inserted = connection.execute(_INSERT_GRADE, values).scalar_one_or_none()
     if inserted is not None:
         insert_leaf_rows(connection, grade_leaf_rows(tenant, grade))
         return SavedGrade(grade_id=inserted, created=True)
@@ -78,42 +96,37 @@ def save_grade(
     return SavedGrade(grade_id=existing, created=False)
 
 
-def cache_grade(connection: Connection, grade: Grade, *, replace: bool) -> None:
-    """Remember `grade` for its (submission, task, fingerprint): the first one stays unless `replace`."""
+def cache_grade(connection: Connection, grade: Grade, *, replace: bool, grade_json: str | None = None) -> None:
+    """Remember `grade` for its (submission, task, fingerprint): the first one stays unless `replace`.
+
+    A replaced entry's body stays with the grades that reuse it (`keep_reused_bodies`). `grade_json`: the grade as
+    JSON text when the caller has it already.
+    """
     values = {
         "submission_hash": grade.submission_hash,
         "task_hash": grade.task_hash,
         "fingerprint_digest": grade.fingerprint.digest,
-        "grade_json": grade.model_dump_json(),
+        "grade_json": grade_json if grade_json is not None else grade.model_dump_json(),
         "created_at": utcnow(),
     }
-    conflict = ["submission_hash", "task_hash", "fingerprint_digest"]
-    dialect = connection.dialect.name
     if replace:
-        changes = {"grade_json": values["grade_json"], "created_at": values["created_at"]}
-        connection.execute(upsert(dialect, GradeCacheRow, values, conflict, changes))
-    else:
-        connection.execute(insert_ignoring(dialect, GradeCacheRow, values, conflict))
+        keep_reused_bodies(connection, grade.submission_hash, grade.task_hash, grade.fingerprint.digest)
+    connection.execute(_RECACHE_GRADE if replace else _CACHE_GRADE, values)
 
 
 def cached_grade_on(
     connection: Connection, submission_hash: str, task_hash: str, fingerprint_digest: str
 ) -> Grade | None:
     """The grade cached for this content and judge, if any."""
-    text = connection.execute(
-        select(GradeCacheRow.grade_json).where(
-            GradeCacheRow.submission_hash == submission_hash,
-            GradeCacheRow.task_hash == task_hash,
-            GradeCacheRow.fingerprint_digest == fingerprint_digest,
-        )
-    ).scalar_one_or_none()
+    text = connection.execute(_CACHED, {"entry_submission": submission_hash, "entry_task": task_hash,
+                                        "entry_digest": fingerprint_digest}).scalar_one_or_none()
     return None if text is None else Grade.model_validate_json(text)
 
 
 class GradeStore:
     """Grade rows and the content-addressed grade cache."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreAccess) -> None:
         self._store = store
 
     async def save(
@@ -140,9 +153,14 @@ class GradeStore:
 
     async def get(self, tenant: str, grade_id: str) -> Grade | None:
         """The tenant's grade `grade_id`; None when absent or another tenant's."""
-        query = select(GradeRow.grade_json).where(GradeRow.grade_id == grade_id, GradeRow.tenant == tenant)
-        text = await self._store.run_read(lambda c: c.execute(query).scalar_one_or_none())
+        text = await self.json_of(tenant, grade_id)
         return None if text is None else Grade.model_validate_json(text)
+
+    async def json_of(self, tenant: str, grade_id: str) -> str | None:
+        """The tenant's grade `grade_id` as JSON text (a reused grade with the run's own fields); None when absent."""
+        query = select(GRADE_BODY, GradeRow.reuse_json).where(GradeRow.grade_id == grade_id, GradeRow.tenant == tenant)
+        row = await self._store.run_read(lambda c: c.execute(query).one_or_none())
+        return None if row is None or row[0] is None else full_json(row[0], row[1])
 
     async def id_for_run_key(self, tenant: str, run_key: str) -> str | None:
         """The id of the grade stored for `run_key`, if any."""
@@ -196,17 +214,18 @@ class GradeStore:
     async def json_for_run_keys(self, tenant: str, run_keys: Sequence[str]) -> dict[str, str]:
         """The stored grade JSON of each of `run_keys` that has a grade (a bulk `id_for_run_key` + `get`).
 
-        The JSON is returned as stored, unparsed: a caller that only copies it pays no validation.
+        The JSON is returned as stored, unvalidated (a reused grade: the cached body with the run's own fields).
         """
         keys = list(run_keys)
 
         def read(connection: Connection) -> dict[str, str]:
             found: dict[str, str] = {}
             for start in range(0, len(keys), BULK_CHUNK):
-                query = select(GradeRow.run_key, GradeRow.grade_json).where(
+                query = select(GradeRow.run_key, GRADE_BODY, GradeRow.reuse_json).where(
                     GradeRow.tenant == tenant, GradeRow.run_key.in_(keys[start : start + BULK_CHUNK])
                 )
-                found.update({key: text for key, text in connection.execute(query).all()})
+                found.update({key: full_json(body, own) for key, body, own in connection.execute(query).all()
+                              if body is not None})
             return found
 
         return await self._store.run_read(read)
@@ -215,20 +234,18 @@ class GradeStore:
         self, fingerprint_digest: str, pairs: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], str]:
         """Bulk `cached`: the cached grade JSON per (submission hash, task hash) under one fingerprint, unparsed."""
-        wanted = set(pairs)
-        submissions = sorted({submission for submission, _task in wanted})
+        found = await self.cached_many(fingerprint_digest, pairs)
+        return {pair: entry.text for pair, entry in found.items()}
 
-        def read(connection: Connection) -> dict[tuple[str, str], str]:
-            found: dict[tuple[str, str], str] = {}
-            for start in range(0, len(submissions), BULK_CHUNK):
-                query = select(GradeCacheRow.submission_hash, GradeCacheRow.task_hash, GradeCacheRow.grade_json).where(
-                    GradeCacheRow.fingerprint_digest == fingerprint_digest,
-                    GradeCacheRow.submission_hash.in_(submissions[start : start + BULK_CHUNK]),
-                )
-                for submission, task, text in connection.execute(query).all():
-                    if (submission, task) in wanted:
-                        found[(submission, task)] = text
-            return found
+    async def cached_many(
+        self, fingerprint_digest: str, pairs: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], CachedGrade]:
+        """Bulk `cached`: the cache entry per (submission hash, task hash) under one fingerprint, unparsed, with
+        the time it was written (what `save_reuses` checks)."""
+
+        def read(connection: Connection) -> dict[tuple[str, str], CachedGrade]:
+            return {pair: CachedGrade(row.grade_json, row.created_at)
+                    for pair, row in cached_entries(connection, fingerprint_digest, pairs).items()}
 
         return await self._store.run_read(read)
 
@@ -252,50 +269,21 @@ class GradeStore:
     async def save_json_many(
         self, tenant: str, entries: Sequence[tuple[str, dict[str, Any], str]], fingerprint_digest: str
     ) -> list[SavedGrade]:
-        """`save_many` for grades copied from the grade cache, given as (run key, grade JSON object, its text).
+        """`save_many` for full copies of cached grades, given as (run key, grade JSON object, its text).
 
         The rows are filled from the JSON object, so a bulk copy pays no model validation; the text is
         stored as given. Same exactly-once rule as `save`.
         """
         items = list(entries)
+        return await self._store.run_write(lambda c: insert_copies(c, tenant, items, fingerprint_digest))
 
-        def write(connection: Connection) -> list[SavedGrade]:
-            rows = []
-            for key, grade, text in items:
-                usage = grade.get("usage") or {}
-                rows.append({
-                    "grade_id": grade["grade_id"], "tenant": tenant, "run_key": key, "job_id": None,
-                    "task_id": grade["task_id"], "submission_id": grade["submission_id"], "agent": grade.get("agent"),
-                    "run_id": grade.get("run_id"), "task_hash": grade["task_hash"],
-                    "submission_hash": grade["submission_hash"], "fingerprint_digest": fingerprint_digest,
-                    "rubric_id": grade["fingerprint"]["rubric_id"], "overall_score": grade.get("overall_score"),
-                    "from_cache": True, "cost_usd": float(usage.get("cost_usd", 0.0)),
-                    "llm_calls": int(usage.get("llm_calls", 0)),
-                    "created_at": datetime.fromisoformat(grade["created_at"]), "grade_json": text,
-                })
-            if not rows:
-                return []
-            # One executemany (no RETURNING per row: ~15x faster on SQLite), then one look-up of who won.
-            module = postgresql if connection.dialect.name == "postgresql" else sqlite
-            statement = module.insert(GradeRow).on_conflict_do_nothing(index_elements=["tenant", "run_key"])
-            connection.execute(statement, rows)
-            keys = [row["run_key"] for row in rows]
-            stored: dict[str, str] = {}
-            for start in range(0, len(keys), BULK_CHUNK):
-                query = select(GradeRow.run_key, GradeRow.grade_id).where(
-                    GradeRow.tenant == tenant, GradeRow.run_key.in_(keys[start : start + BULK_CHUNK])
-                )
-                stored.update({key: grade_id for key, grade_id in connection.execute(query).all()})
-            insert_leaf_rows(connection, [
-                leaf for row, (_key, grade, _text) in zip(rows, items, strict=True)
-                if stored[row["run_key"]] == row["grade_id"]
-                for leaf in leaf_rows(tenant, row["grade_id"], row["task_id"], fingerprint_digest, grade["leaves"],
-                                      content_hashes=(row["task_hash"], row["submission_hash"]))
-            ])
-            return [SavedGrade(grade_id=stored[row["run_key"]], created=stored[row["run_key"]] == row["grade_id"])
-                    for row in rows]
+    async def save_reuses(self, tenant: str, reuses: Sequence[GradeReuse], fingerprint_digest: str) -> list[SavedGrade]:
+        """Record runs that reuse cached grades: a row of each run's own fields, no copy (judge/store/grade_reuse.py).
 
-        return await self._store.run_write(write)
+        Same exactly-once rule as `save`; results in order.
+        """
+        items = list(reuses)
+        return await self._store.run_write(lambda c: insert_reuses(c, tenant, items, fingerprint_digest))
 
 
 def _filtered(query: Any, filters: GradeFilter) -> Any:

@@ -8,22 +8,25 @@ redelivered message finds the job taken or finished and does nothing; item outco
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, func, or_, select, update
 
 from judge.models import Grade
 from judge.store.clock import as_utc, utcnow
-from judge.store.dialects import insert_ignoring, upsert
+from judge.store.dialects import on_conflict
 from judge.store.grades import cache_grade, save_grade
 from judge.store.records import ItemOutcome, JobItemRecord, JobProgress, JobRecord, JobState, SavedGrade
 from judge.store.tables import JobItemRow, JobRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 _COLUMNS = [column for column in JobRow.__table__.columns if column.name != "payload_json"]
+_KEY, _ID = ("tenant", "idempotency_key"), ("job_id",)
+# A job row inserted unless its idempotency key (or id) is taken, by the columns that decide; built once.
+_NEW_JOB = {conflict: on_conflict(JobRow, conflict).returning(*_COLUMNS) for conflict in (_KEY, _ID)}
 
 
 def _record(row: Any) -> JobRecord:
@@ -55,6 +58,8 @@ class GradeWrite:
         from_cache: It was copied from the grade cache.
         cache: Also put it in the grade cache.
         replace_cache: Replace what the cache holds for the same content (a refresh).
+        grade_json: The grade as JSON text, when the caller has it (the grade row and the cache entry store
+            it; nothing serialises the grade again).
     """
 
     tenant: str
@@ -63,6 +68,21 @@ class GradeWrite:
     from_cache: bool = False
     cache: bool = False
     replace_cache: bool = False
+    grade_json: str | None = None
+
+
+@dataclass
+class NewJob:
+    """A job to create (see `JobStore.create_finished`)."""
+
+    job_id: str
+    tenant: str
+    kind: str
+    payload_json: str
+    request_hash: str
+    idempotency_key: str | None
+    owner: str
+    started_at: datetime
 
 
 @dataclass
@@ -82,24 +102,42 @@ def _finish(job_id: str, owner: str, state: str, error: str | None) -> Any:
     )
 
 
+def _store_item(connection: Connection, job_id: str, index: int, outcome: ItemOutcome,
+                grade: GradeWrite | None) -> tuple[SavedGrade | None, ItemOutcome]:
+    """An item's grade (if any; once per run key, with its cache entry) and its outcome, in the caller's transaction."""
+    saved = None
+    item = outcome
+    if grade is not None:
+        saved = save_grade(connection, grade.tenant, grade.run_key, grade.grade, job_id=job_id,
+                           from_cache=grade.from_cache, grade_json=grade.grade_json)
+        item = outcome.model_copy(update={"grade_id": saved.grade_id})
+        if saved.created and grade.cache:
+            cache_grade(connection, grade.grade, replace=grade.replace_cache, grade_json=grade.grade_json)
+    _record_item(connection, job_id, index, item)
+    return saved, item
+
+
+def _closing(state: str, error_code: str | None) -> tuple[JobState, str | None]:
+    """The state and error a one-item job ends in, by its item's outcome."""
+    return ("succeeded" if state == "done" else "failed"), (None if error_code is None else f"1 item(s) {error_code}")
+
+
+_RECORD_ITEM = on_conflict(
+    JobItemRow, ["job_id", "item_index"],
+    [column.name for column in JobItemRow.__table__.columns if column.name not in ("job_id", "item_index")],
+    where=JobItemRow.state != "done",
+)
+
+
 def _record_item(connection: Connection, job_id: str, index: int, outcome: ItemOutcome) -> None:
-    values = {"job_id": job_id, "item_index": index, "updated_at": utcnow(), **outcome.model_dump()}
-    changes = {key: value for key, value in values.items() if key not in ("job_id", "item_index")}
-    statement = upsert(
-        connection.dialect.name,
-        JobItemRow,
-        values,
-        ["job_id", "item_index"],
-        changes,
-        where=JobItemRow.state != "done",
-    )
-    connection.execute(statement)
+    connection.execute(_RECORD_ITEM, {"job_id": job_id, "item_index": index, "updated_at": utcnow(),
+                                      **outcome.model_dump()})
 
 
 class JobStore:
     """Job rows and their per-item outcomes."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreAccess) -> None:
         self._store = store
 
     async def create(
@@ -138,11 +176,10 @@ class JobStore:
             "started_at": None if owner is None else now,
             "payload_json": payload_json,
         }
-        conflict = ["tenant", "idempotency_key"] if idempotency_key is not None else ["job_id"]
+        conflict = _KEY if idempotency_key is not None else _ID
 
         def create(connection: Connection) -> tuple[JobRecord, bool]:
-            statement = insert_ignoring(connection.dialect.name, JobRow, values, conflict)
-            created = connection.execute(statement.returning(*_COLUMNS)).one_or_none()
+            created = connection.execute(_NEW_JOB[conflict], values).one_or_none()
             if created is not None:
                 return _record(created), True
             existing = connection.execute(
@@ -208,13 +245,7 @@ class JobStore:
         return await self._store.run_write(lambda c: c.execute(statement).one_or_none() is not None)
 
     async def record_item(
-        self,
-        job_id: str,
-        index: int,
-        outcome: ItemOutcome,
-        grade: GradeWrite | None = None,
-        *,
-        close_for: str | None = None,
+        self, job_id: str, index: int, outcome: ItemOutcome, grade: GradeWrite | None = None
     ) -> ItemWritten:
         """Record an item's outcome, and store its grade in the same transaction.
 
@@ -226,35 +257,42 @@ class JobStore:
             index: The item.
             outcome: What it came to.
             grade: The grade to store with it, if any.
-            close_for: For a one-item job: close it too (succeeded or failed by this outcome) if this
-                runner still holds it, saving a round trip.
         """
+        return await self._store.run_write(
+            lambda connection: ItemWritten(_store_item(connection, job_id, index, outcome, grade)[0], None))
 
-        def record(connection: Connection) -> ItemWritten:
-            saved = None
-            item = outcome
-            if grade is not None:
-                saved = save_grade(
-                    connection,
-                    grade.tenant,
-                    grade.run_key,
-                    grade.grade,
-                    job_id=job_id,
-                    from_cache=grade.from_cache,
-                )
-                item = outcome.model_copy(update={"grade_id": saved.grade_id})
-                if saved.created and grade.cache:
-                    cache_grade(connection, grade.grade, replace=grade.replace_cache)
-            _record_item(connection, job_id, index, item)
-            closed = None
-            if close_for is not None:
-                state = "succeeded" if item.state == "done" else "failed"
-                error = None if item.error_code is None else f"1 item(s) {item.error_code}"
-                row = connection.execute(_finish(job_id, close_for, state, error)).one_or_none()
-                closed = None if row is None else _record(row)
-            return ItemWritten(saved, closed)
+    async def create_finished(self, job: NewJob, outcome: ItemOutcome, grade: GradeWrite | None) -> ItemWritten | None:
+        """Create a one-item job already finished, with its item's outcome and grade: one transaction for a
+        grade made before its job was stored (a synchronous grade).
 
-        return await self._store.run_write(record)
+        Returns:
+            The grade stored and the finished job; None when the tenant's idempotency key names another job by
+            now (a concurrent request with the same key): then nothing is written.
+        """
+        state, error = _closing(outcome.state, outcome.error_code)
+        now = utcnow()
+        values = {
+            "job_id": job.job_id, "tenant": job.tenant, "idempotency_key": job.idempotency_key,
+            "request_hash": job.request_hash, "kind": job.kind, "state": state, "total": 1, "attempts": 1,
+            "owner": job.owner, "heartbeat_at": None, "created_at": job.started_at, "started_at": job.started_at,
+            "finished_at": now, "error": error, "payload_json": job.payload_json,
+        }
+        conflict = _KEY if job.idempotency_key is not None else _ID
+
+        def create(connection: Connection) -> ItemWritten | None:
+            created = connection.execute(_NEW_JOB[conflict], values).one_or_none()
+            if created is None:
+                return None
+            saved, _item = _store_item(connection, job.job_id, 0, outcome, grade)
+            return ItemWritten(saved, _record(created))
+
+        return await self._store.run_write(create)
+
+    async def for_key(self, tenant: str, idempotency_key: str) -> JobRecord | None:
+        """The tenant's job of `idempotency_key`, if any."""
+        query = select(*_COLUMNS).where(JobRow.tenant == tenant, JobRow.idempotency_key == idempotency_key)
+        row = await self._store.run_read(lambda c: c.execute(query).one_or_none(), point=True)
+        return None if row is None else _record(row)
 
     async def items(self, job_id: str) -> list[JobItemRecord]:
         """Every recorded item outcome, by index."""

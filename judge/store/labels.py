@@ -10,20 +10,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, func, insert, select, update
 
 from judge.errors import InputError
 from judge.store.clock import as_utc, utcnow
 from judge.store.dialects import insert_ignoring
+from judge.store.reuse_index import REVIEW_GRADE, has_pending, index_reused
 from judge.store.review_index import labels_for_template, refresh_label_counts
 from judge.store.review_records import KeyIdentity, LabelEvent, LabelRecord, LabelWrite
 from judge.store.tables import GradeRow, LabelEventRow, LabelRow, ReviewLeafRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
+    from judge.store.review_queries import ReviewQueries
 
+T = TypeVar("T", LabelRecord, LabelEvent)
 AGREE = "agree"
 """Not a label: asks for the label the judge's verdict stands for."""
 MAX_NOTE = 4000
@@ -72,6 +75,11 @@ def visible_labels(viewer: KeyIdentity, labels: list[LabelRecord]) -> GradeLabel
     return out
 
 
+def _indexed_as(tenant: str, grade_id: str) -> Any:
+    """`_review_grade` as a scalar subquery."""
+    return select(REVIEW_GRADE).where(GradeRow.tenant == tenant, GradeRow.grade_id == grade_id).scalar_subquery()
+
+
 def _clean_note(note: str | None) -> str | None:
     # PostgreSQL text cannot hold NUL; a note is typed by a person, so the character is simply dropped.
     note = note.replace("\x00", "") if note is not None else None
@@ -80,6 +88,18 @@ def _clean_note(note: str | None) -> str | None:
     if len(note) > MAX_NOTE:
         raise InputError(f"a note is at most {MAX_NOTE} characters", field="note")
     return note.strip()
+
+
+def _review_grade(connection: Connection, tenant: str, grade_id: str) -> str | None:
+    """The grade whose review index rows stand for the tenant's grade `grade_id` (see judge/store/reuse_index.py)."""
+    query = select(REVIEW_GRADE).where(GradeRow.tenant == tenant, GradeRow.grade_id == grade_id)
+    found: str | None = connection.execute(query).scalar_one_or_none()
+    return found
+
+
+def _as_grade(records: list[T], grade_id: str) -> list[T]:
+    """Labels read through a reused grade's indexed twin, shown as the reused grade's own (as a copy's are)."""
+    return [r if r.grade_id == grade_id else r.model_copy(update={"grade_id": grade_id}) for r in records]
 
 
 def _copies(connection: Connection, tenant: str, grade_id: str, leaf_id: str) -> list[Any]:
@@ -117,7 +137,7 @@ def _write_copy(connection: Connection, who: KeyIdentity, leaf: Any, label: str,
               "created_at": now, "updated_at": now}
     conflict = ["tenant", "grade_id", "leaf_id", "rater_id"]
     inserted = connection.execute(
-        insert_ignoring(connection.dialect.name, LabelRow, values, conflict).returning(LabelRow.label_id)
+        insert_ignoring(LabelRow, values, conflict).returning(LabelRow.label_id)
     ).scalar_one_or_none()
     where = [getattr(LabelRow, name) == value for name, value in key.items()]
     previous: tuple[str | None, str | None] = (None, None)
@@ -142,7 +162,10 @@ def _write_copy(connection: Connection, who: KeyIdentity, leaf: Any, label: str,
 
 def _write(connection: Connection, who: KeyIdentity, grade_id: str, leaf_id: str, label: str,
            note: str | None) -> LabelWrite | None:
-    copies = _copies(connection, who.tenant, grade_id, leaf_id)
+    if has_pending(connection, who.tenant):
+        index_reused(connection, who.tenant)
+    indexed_as = _review_grade(connection, who.tenant, grade_id)
+    copies = [] if indexed_as is None else _copies(connection, who.tenant, indexed_as, leaf_id)
     if not copies:
         return None
     leaf = copies[0]
@@ -156,14 +179,16 @@ def _write(connection: Connection, who: KeyIdentity, grade_id: str, leaf_id: str
     now = utcnow()
     # One review item, every copy labelled alike (each copy's own row and history, the judge's verdict as is).
     written = [_write_copy(connection, who, copy, label, note, now) for copy in copies]
-    return LabelWrite(label=written[0].label, changed=any(w.changed for w in written))
+    [first] = _as_grade([written[0].label], grade_id)
+    return LabelWrite(label=first, changed=any(w.changed for w in written))
 
 
 class LabelStore:
     """Write labels (with their history) and read them back per grade, per leaf, or for export."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreAccess, review: ReviewQueries) -> None:
         self._store = store
+        self._review = review  # reused grades are indexed lazily: labels cover them first
 
     async def set_label(
         self, who: KeyIdentity, grade_id: str, leaf_id: str, label: str, note: str | None = None
@@ -188,13 +213,16 @@ class LabelStore:
         if not who.can_label:
             raise InputError(f"a {who.role} key cannot write labels", field="role")
         cleaned = _clean_note(note)
+        await self._review.cover_reused(who.tenant)  # in batches; the write covers what came since
         return await self._store.run_write(lambda c: _write(c, who, grade_id, leaf_id, label.strip(), cleaned))
 
     async def of_grade(self, tenant: str, grade_id: str) -> list[LabelRecord]:
         """Every rater's label of one grade (apply `visible_labels` before showing them to a rater)."""
-        query = (select(LabelRow.__table__).where(LabelRow.tenant == tenant, LabelRow.grade_id == grade_id)
-                 .order_by(LabelRow.leaf_id, LabelRow.rater_id))
-        return [_label(row) for row in await self._store.run_read(lambda c: list(c.execute(query).all()))]
+        await self._review.cover_reused(tenant)
+        query = (select(LabelRow.__table__).where(LabelRow.tenant == tenant, LabelRow.grade_id == _indexed_as(
+                    tenant, grade_id)).order_by(LabelRow.leaf_id, LabelRow.rater_id))
+        rows = await self._store.run_read(lambda c: list(c.execute(query).all()))
+        return _as_grade([_label(row) for row in rows], grade_id)
 
     async def visible_for_grade(self, viewer: KeyIdentity, grade_id: str) -> GradeLabels:
         """The labels of one grade that `viewer` may see."""
@@ -202,11 +230,14 @@ class LabelStore:
 
     async def history(self, viewer: KeyIdentity, grade_id: str, leaf_id: str) -> list[LabelEvent]:
         """The audit trail of one leaf, oldest first; other raters' entries only once `viewer` labelled it."""
+        await self._review.cover_reused(viewer.tenant)
         query = (select(LabelEventRow.__table__)
-                 .where(LabelEventRow.tenant == viewer.tenant, LabelEventRow.grade_id == grade_id,
+                 .where(LabelEventRow.tenant == viewer.tenant,
+                        LabelEventRow.grade_id == _indexed_as(viewer.tenant, grade_id),
                         LabelEventRow.leaf_id == leaf_id)
                  .order_by(LabelEventRow.event_id))
-        events = [_event(row) for row in await self._store.run_read(lambda c: list(c.execute(query).all()))]
+        rows = await self._store.run_read(lambda c: list(c.execute(query).all()))
+        events = _as_grade([_event(row) for row in rows], grade_id)
         if viewer.sees_all_labels or any(e.rater_id == viewer.rater_id for e in events):
             return events
         return []

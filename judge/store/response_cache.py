@@ -12,7 +12,7 @@ from judge.store.dialects import insert_ignoring, upsert
 from judge.store.tables import LlmResponseCacheRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 
 class StoreResponseCache:
@@ -24,7 +24,7 @@ class StoreResponseCache:
             more and leaves the new answers for the next run.
     """
 
-    def __init__(self, store: Store, *, read: bool = True) -> None:
+    def __init__(self, store: StoreAccess, *, read: bool = True) -> None:
         self._store = store
         self._read = read
         # Written but maybe not yet committed; dict operations are atomic, so the writer thread may pop.
@@ -58,10 +58,9 @@ class StoreResponseCache:
         def write(connection: Connection) -> None:
             try:
                 if refresh:
-                    changes = {"value_json": values["value_json"], "created_at": values["created_at"]}
-                    statement = upsert(connection.dialect.name, LlmResponseCacheRow, values, ["key"], changes)
+                    statement = upsert(LlmResponseCacheRow, values, ["key"], ["value_json", "created_at"])
                 else:
-                    statement = insert_ignoring(connection.dialect.name, LlmResponseCacheRow, values, ["key"])
+                    statement = insert_ignoring(LlmResponseCacheRow, values, ["key"])
                 connection.execute(statement)
             finally:
                 self._pending.pop(key, None)

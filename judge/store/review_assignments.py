@@ -17,7 +17,7 @@ from judge.store.review_records import KeyIdentity
 from judge.store.tables import ReviewAssignmentRow, ReviewLeafRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 MAX_ASSIGNEE = 256
 
@@ -39,13 +39,12 @@ def _assign(connection: Connection, who: KeyIdentity, grade_id: str, leaf_id: st
             ReviewAssignmentRow.tenant == who.tenant, ReviewAssignmentRow.content_key == item))
         return item
     change = {"assignee": assignee, "assigned_by": who.rater_id, "assigned_at": utcnow()}
-    connection.execute(upsert(connection.dialect.name, ReviewAssignmentRow,
-                              {"tenant": who.tenant, "content_key": item, **change}, ["tenant", "content_key"],
-                              change))
+    connection.execute(upsert(ReviewAssignmentRow, {"tenant": who.tenant, "content_key": item, **change},
+                              ["tenant", "content_key"], list(change)))
     return item
 
 
-async def assign(store: Store, who: KeyIdentity, grade_id: str, leaf_id: str, assignee: str) -> str | None:
+async def assign(store: StoreAccess, who: KeyIdentity, grade_id: str, leaf_id: str, assignee: str) -> str | None:
     """Assign the review item of one leaf (all its copies) to `assignee`; "" unassigns it.
 
     Returns:
@@ -63,7 +62,7 @@ async def assign(store: Store, who: KeyIdentity, grade_id: str, leaf_id: str, as
     return await store.run_write(lambda c: _assign(c, who, grade_id, leaf_id, assignee))
 
 
-async def assignees(store: Store, tenant: str, keys: set[str]) -> dict[str, str]:
+async def assignees(store: StoreAccess, tenant: str, keys: set[str]) -> dict[str, str]:
     """content key -> assigned rater, for the given keys of `tenant`."""
     if not keys:
         return {}

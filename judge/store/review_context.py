@@ -15,7 +15,7 @@ from sqlalchemy import Connection, select
 from judge.store.tables import GradeRow, JobItemRow, JobRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 
 def _item(connection: Connection, tenant: str, grade_id: str) -> dict[str, Any] | None:
@@ -38,12 +38,12 @@ def _item(connection: Connection, tenant: str, grade_id: str) -> dict[str, Any] 
     return item
 
 
-async def graded_item(store: Store, tenant: str, grade_id: str) -> dict[str, Any] | None:
+async def graded_item(store: StoreAccess, tenant: str, grade_id: str) -> dict[str, Any] | None:
     """The job item a tenant's grade was made from (``{"task": ..., "submission": ...}``, native JSON forms)."""
     return await store.run_read(lambda c: _item(c, tenant, grade_id))
 
 
-async def submission_for_grade(store: Store, tenant: str, grade_id: str) -> dict[str, Any] | None:
+async def submission_for_grade(store: StoreAccess, tenant: str, grade_id: str) -> dict[str, Any] | None:
     """The submission (native JSON form) a tenant's grade was made from, when its job still holds it."""
     item = await graded_item(store, tenant, grade_id)
     return None if item is None else dict(item["submission"])

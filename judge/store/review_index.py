@@ -1,6 +1,7 @@
 """The leaf index of the review pages: one `review_leaves` row per leaf of every stored grade.
 
-Rows are written in the transaction that stores the grade (`save_grade`, `save_json_many`), and the
+Rows are written in the transaction that stores the grade (`save_grade`, `insert_copies`; a reused grade's
+when the review needs them, see reuse_index.py), and the
 migration that introduced the table filled it for the grades stored before. The judge's verdict and
 confidence are copied once; the label columns (`n_labels`, `n_disagree`, `raters_split`, `dis_rank`)
 change only through `refresh_label_counts`, which every label write calls.
@@ -16,13 +17,13 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import aliased
 
 from judge.models import Grade
 from judge.models.claim_labels import CLAIM_LABELS, LABEL_FLAG
 from judge.store.clock import as_utc
+from judge.store.dialects import insert_ignoring, on_conflict
 from judge.store.tables import GradeRow, LabelEventRow, LabelRow, ReviewLeafRow
 
 CLAIM_TEMPLATE = "claim_vs_diff"
@@ -33,6 +34,9 @@ UNSCORED_CONFIDENCE = -1.0
 """`conf_key` of a leaf without a confidence: it sorts before every scored leaf."""
 # Rows per INSERT of the index: far under SQLite's and asyncpg's parameter limits (16 columns a row).
 _CHUNK = 500
+# Built once: building a statement costs more than running it for one grade's rows.
+_INSERT_LEAVES = on_conflict(ReviewLeafRow, ["grade_id", "position"])
+_ANY_LABEL = select(LabelRow.label_id).where(LabelRow.tenant.in_(bindparam("tenants", expanding=True))).limit(1)
 
 
 def labels_for_template(template_id: str) -> tuple[str, ...]:
@@ -151,10 +155,8 @@ def insert_leaf_rows(connection: Connection, rows: Sequence[dict[str, Any]], *, 
         rows = [{**row, "content_key": content_key(facts[row["grade_id"]][0], facts[row["grade_id"]][1],
                                                    row["fingerprint_digest"], row["leaf_id"])}
                 if row["grade_id"] in facts and "content_key" not in row else row for row in rows]
-    module = postgresql if connection.dialect.name == "postgresql" else sqlite
-    statement = module.insert(ReviewLeafRow).on_conflict_do_nothing(index_elements=["grade_id", "position"])
     for start in range(0, len(rows), _CHUNK):
-        connection.execute(statement, list(rows[start : start + _CHUNK]))
+        connection.execute(_INSERT_LEAVES, list(rows[start : start + _CHUNK]))
     if with_copies:
         inherit_labels(connection, [row for row in rows if row.get("content_key")])
 
@@ -172,7 +174,7 @@ def inherit_labels(connection: Connection, rows: Sequence[Mapping[str, Any]]) ->
         return 0
     tenants = sorted({tenant for tenant, _key in by_key})
     # A tenant nobody has labelled for (most stores, every unlabelled grade) costs one index probe.
-    if connection.execute(select(LabelRow.label_id).where(LabelRow.tenant.in_(tenants)).limit(1)).first() is None:
+    if connection.execute(_ANY_LABEL, {"tenants": tenants}).first() is None:
         return 0
     # The copies are found through the new rows' grades (a few ids), not an IN list of every leaf's key.
     new, twin = aliased(ReviewLeafRow), aliased(ReviewLeafRow)
@@ -207,15 +209,13 @@ def inherit_labels(connection: Connection, rows: Sequence[Mapping[str, Any]]) ->
 
 def copy_label(connection: Connection, label: Any, row: Mapping[str, Any], submission_id: str) -> bool:
     """Write `label` (a labels row) onto the copy `row` (an index row) unless the rater labelled it already."""
-    module = postgresql if connection.dialect.name == "postgresql" else sqlite
     values = {"tenant": row["tenant"], "grade_id": row["grade_id"], "leaf_id": row["leaf_id"],
               "rater_id": label.rater_id, "key_id": label.key_id, "item_id": submission_id,
               "task_id": row["task_id"], "stage": row["stage"], "fingerprint_digest": row["fingerprint_digest"],
               "label": label.label, "note": label.note, "judge_verdict": row["verdict"],
               "judge_label": row["judge_label"], "version": 1, "created_at": label.created_at,
               "updated_at": label.updated_at}
-    statement = module.insert(LabelRow).values(**values).on_conflict_do_nothing(
-        index_elements=["tenant", "grade_id", "leaf_id", "rater_id"])
+    statement = insert_ignoring(LabelRow, values, ["tenant", "grade_id", "leaf_id", "rater_id"])
     if connection.execute(statement.returning(LabelRow.label_id)).scalar_one_or_none() is None:
         return False
     connection.execute(insert(LabelEventRow).values(

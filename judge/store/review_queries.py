@@ -18,6 +18,8 @@ from sqlalchemy.orm import aliased
 
 from judge.errors import InputError
 from judge.store.clock import as_utc
+from judge.store.grade_reuse import GRADE_BODY, full_json
+from judge.store.reuse_index import REVIEW_GRADE, has_pending, index_reused
 from judge.store.review_records import (
     AssignedFilter,
     KeyIdentity,
@@ -31,9 +33,11 @@ from judge.store.review_records import (
 from judge.store.tables import GradeRow, LabelRow, ReviewAssignmentRow, ReviewLeafRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 MAX_REVIEW_PAGE = 200
+# Reused grades covered per write transaction of `cover_reused`.
+REUSED_PER_WRITE = 500
 _LEAF = ReviewLeafRow
 _ENTRY = (_LEAF.grade_id, _LEAF.position, _LEAF.leaf_id, _LEAF.template_id, _LEAF.stage, _LEAF.verdict,
           _LEAF.judge_label, _LEAF.confidence, _LEAF.task_id, _LEAF.fingerprint_digest, _LEAF.n_labels,
@@ -47,7 +51,7 @@ def _check_limit(limit: int) -> None:
 
 
 def _leaf_exists(*conditions: Any) -> Any:
-    return exists(select(_LEAF.position).where(_LEAF.grade_id == GradeRow.grade_id, *conditions))
+    return exists(select(_LEAF.position).where(_LEAF.grade_id == REVIEW_GRADE, *conditions))
 
 
 def _filtered(query: Any, filters: ReviewFilter) -> Any:
@@ -77,8 +81,8 @@ def _filtered(query: Any, filters: ReviewFilter) -> Any:
 def _list_grades(connection: Connection, tenant: str, filters: ReviewFilter, limit: int,
                  cursor: str | None) -> ReviewGradePage:
     query = select(GradeRow.seq, GradeRow.grade_id, GradeRow.task_id, GradeRow.submission_id, GradeRow.agent,
-                   GradeRow.fingerprint_digest, GradeRow.overall_score, GradeRow.created_at
-                   ).where(GradeRow.tenant == tenant)
+                   GradeRow.fingerprint_digest, GradeRow.overall_score, GradeRow.created_at,
+                   REVIEW_GRADE.label("review_grade_id")).where(GradeRow.tenant == tenant)
     if cursor is not None:
         if not cursor.isdigit():
             raise InputError("not a cursor from a previous page", field="cursor")
@@ -91,11 +95,11 @@ def _list_grades(connection: Connection, tenant: str, filters: ReviewFilter, lim
         labelled = func.sum(case((_LEAF.n_labels > 0, 1), else_=0))
         disagree = func.sum(case((or_(_LEAF.n_disagree > 0, _LEAF.raters_split.is_(True)), 1), else_=0))
         summary = (select(_LEAF.grade_id, func.count(), labelled, disagree)
-                   .where(_LEAF.grade_id.in_([row.grade_id for row in rows])).group_by(_LEAF.grade_id))
+                   .where(_LEAF.grade_id.in_({row.review_grade_id for row in rows})).group_by(_LEAF.grade_id))
         counts = {gid: (int(n), int(lab or 0), int(dis or 0)) for gid, n, lab, dis in connection.execute(summary)}
     items = []
     for row in rows:
-        n, lab, dis = counts.get(row.grade_id, (0, 0, 0))
+        n, lab, dis = counts.get(row.review_grade_id, (0, 0, 0))
         items.append(ReviewGradeRow(
             grade_id=row.grade_id, task_id=row.task_id, submission_id=row.submission_id, agent=row.agent,
             fingerprint_digest=row.fingerprint_digest, overall_score=row.overall_score,
@@ -202,10 +206,21 @@ def _copies_and_assignees(connection: Connection, tenant: str, items: list[LeafI
 
 
 class ReviewQueries:
-    """Read-only queries of the review pages."""
+    """Read-only queries of the review pages (and the catch-up of the index they read, `cover_reused`)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreAccess) -> None:
         self._store = store
+
+    async def cover_reused(self, tenant: str) -> None:
+        """Cover the tenant's reused grades in the review index, if some are not covered (one read when none).
+
+        One write per batch of grades, so other writes go in between when a large rerun is covered.
+        """
+        if not await self._store.run_read(lambda connection: has_pending(connection, tenant), point=True):
+            return
+        covered = REUSED_PER_WRITE
+        while covered == REUSED_PER_WRITE:
+            covered = await self._store.run_write(lambda c: index_reused(c, tenant, limit=REUSED_PER_WRITE))
 
     async def list_grades(self, tenant: str, filters: ReviewFilter, *, limit: int = 50,
                           cursor: str | None = None) -> ReviewGradePage:
@@ -215,6 +230,7 @@ class ReviewQueries:
             InputError: a limit out of range or a cursor this store did not hand out.
         """
         _check_limit(limit)
+        await self.cover_reused(tenant)
         return await self._store.run_read(lambda c: _list_grades(c, tenant, filters, limit, cursor))
 
     async def queue(self, viewer: KeyIdentity, *, order: QueueOrder = "confidence", limit: int = 20,
@@ -231,6 +247,7 @@ class ReviewQueries:
             InputError: a limit out of range or a cursor this store did not hand out.
         """
         _check_limit(limit)
+        await self.cover_reused(viewer.tenant)
         return await self._store.run_read(
             lambda c: _queue(c, viewer, order, limit, cursor, include_unscored, count, assigned))
 
@@ -269,11 +286,11 @@ class ReviewQueries:
         return await self._store.run_read(read)
 
     async def grades_json(self, tenant: str, grade_ids: set[str]) -> dict[str, str]:
-        """The stored JSON of some of the tenant's grades, by id (unparsed)."""
-        query = select(GradeRow.grade_id, GradeRow.grade_json).where(
+        """The stored JSON of some of the tenant's grades, by id (unparsed; a reused grade's with its own fields)."""
+        query = select(GradeRow.grade_id, GRADE_BODY, GradeRow.reuse_json).where(
             GradeRow.tenant == tenant, GradeRow.grade_id.in_(sorted(grade_ids)))
         rows = await self._store.run_read(lambda c: list(c.execute(query).all()))
-        return {grade_id: text for grade_id, text in rows}
+        return {grade_id: full_json(body, own) for grade_id, body, own in rows if body is not None}
 
     async def leaf_stats(self, tenant: str) -> dict[str, int]:
         """Leaves in the tenant's index: all, review items (distinct contents), scored, labelled at least once,
@@ -284,6 +301,7 @@ class ReviewQueries:
                        func.sum(case((and_(_LEAF.n_labels > 0, or_(_LEAF.n_disagree > 0,
                                                                      _LEAF.raters_split.is_(True))), 1), else_=0))
                        ).where(_LEAF.tenant == tenant)
+        await self.cover_reused(tenant)
         row = await self._store.run_read(lambda c: c.execute(query).one())
         return {"leaves": int(row[0] or 0), "items": int(row[1] or 0), "scored": int(row[2] or 0),
                 "labelled": int(row[3] or 0), "disagreements": int(row[4] or 0)}

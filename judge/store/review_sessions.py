@@ -19,7 +19,7 @@ from judge.store.review_records import KeyIdentity, SessionRecord
 from judge.store.tables import ApiKeyRow, ReviewSessionRow
 
 if TYPE_CHECKING:
-    from judge.store.database import Store
+    from judge.store.access import StoreAccess
 
 # last_seen_at is written at most this often per session: a page view is a read, not a write.
 TOUCH_EVERY = timedelta(seconds=60)
@@ -40,7 +40,7 @@ def csrf_token(token: str) -> str:
 class SessionStore:
     """Open, resolve and revoke review sessions."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreAccess) -> None:
         self._store = store
 
     async def create(self, who: KeyIdentity, lifetime: timedelta) -> tuple[SessionRecord, str]:

@@ -40,12 +40,19 @@ def sqlite_pragmas(dbapi_connection: Any) -> None:
     cursor.close()
 
 
-def add_sqlite_listeners(engine: Engine, *, immediate: bool) -> None:
-    """Pragmas on connect; BEGIN (IMMEDIATE for writers: take the write lock up front) on begin."""
+def add_sqlite_listeners(engine: Engine, *, immediate: bool, transactions: bool = True) -> None:
+    """Pragmas on connect; BEGIN (IMMEDIATE for writers: take the write lock up front) on begin.
+
+    `transactions` False: no BEGIN, each statement is its own transaction (point reads: a BEGIN and its
+    ROLLBACK would be two more statements than the read).
+    """
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         sqlite_pragmas(dbapi_connection)
+
+    if not transactions:
+        return
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
@@ -127,14 +134,18 @@ class SqliteWriter:
     def _commit(self, connection: Connection, batch: list[_Write]) -> None:
         outcomes: list[tuple[bool, Any]] = []
         try:
-            with connection.begin():
-                for write in batch:
-                    try:
-                        with connection.begin_nested():
-                            outcomes.append((True, write.fn(connection)))
-                    except Exception as exc:  # only this write is rolled back (its savepoint)
-                        outcomes.append((False, exc))
-        except Exception as exc:  # the commit itself failed: none of the batch was written
+            if len(batch) == 1:  # alone: its transaction is its savepoint
+                with connection.begin():
+                    outcomes.append((True, batch[0].fn(connection)))
+            else:
+                with connection.begin():
+                    for write in batch:
+                        try:
+                            with connection.begin_nested():
+                                outcomes.append((True, write.fn(connection)))
+                        except Exception as exc:  # only this write is rolled back (its savepoint)
+                            outcomes.append((False, exc))
+        except Exception as exc:  # the write or the commit failed: none of the batch was written
             outcomes = [(False, exc)] * len(batch)
         for write, (ok, value) in zip(batch, outcomes, strict=True):
             _deliver(write, ok, value)

@@ -1,7 +1,9 @@
 """The store's tables (SQLAlchemy 2 declarative); the Alembic migrations create exactly these.
 
 Grades and the grade cache keep the full grade as JSON text (pydantic writes and reads it fastest)
-next to the columns listings filter on. Every write that a retry could repeat is guarded by a
+next to the columns listings filter on. A grade that reuses the cached grade of its content (a cached
+rerun) keeps no copy: its row holds the run's own fields (`reuse_json`) and points at the cache entry by
+its content columns (see judge/store/grade_reuse.py). Every write that a retry could repeat is guarded by a
 unique constraint, so at-least-once delivery never produces a second row.
 """
 
@@ -21,6 +23,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -42,14 +45,28 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
+# Reused grades the review index does not cover yet (judge/store/reuse_index.py), per tenant.
+REVIEW_PENDING = "reuse_json IS NOT NULL AND review_grade_id IS NULL"
+
+
 class GradeRow(Base):
-    """One stored grade, visible to one tenant."""
+    """One stored grade, visible to one tenant.
+
+    A grade made afresh (or copied) holds its JSON in `grade_json`. A grade that reuses the grade cached for
+    its content (submission hash, task hash, fingerprint digest: the cache entry's key) holds only the run's
+    own fields in `reuse_json` (ids, time, calibration status, usage); `grade_json` stays NULL unless the
+    cache entry is replaced later, when the reused body is moved here first. `review_grade_id` names the
+    grade whose review index rows stand for a reused grade (its own id when they are its own); NULL while
+    the review index does not cover it yet, and for every other grade (indexed when stored).
+    """
 
     __tablename__ = "grades"
     __table_args__ = (
         UniqueConstraint("tenant", "run_key", name="uq_grades_tenant_run_key"),
         Index("ix_grades_tenant_seq", "tenant", "seq"),
         Index("ix_grades_content", "submission_hash", "task_hash", "fingerprint_digest"),
+        Index("ix_grades_review_pending", "tenant", sqlite_where=text(REVIEW_PENDING),
+              postgresql_where=text(REVIEW_PENDING)),
     )
 
     seq: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -70,7 +87,9 @@ class GradeRow(Base):
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
     llm_calls: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    grade_json: Mapped[str] = mapped_column(Text)
+    grade_json: Mapped[str | None] = mapped_column(Text)
+    reuse_json: Mapped[str | None] = mapped_column(Text)
+    review_grade_id: Mapped[str | None] = mapped_column(String(64))
 
 
 class GradeCacheRow(Base):

@@ -1,0 +1,231 @@
+"""Grades from the grade cache: a reuse is a row of the run's own fields pointing at the cached grade.
+
+A cached rerun (a regrade's cache hit) stores, per run, only what makes the grade the run's (`reuse_json`:
+ids, time, calibration status, usage) in its grades row; the verdicts stay in the grade cache entry of the
+same content, whose key is the row's submission hash, task hash and fingerprint digest. Reading the grade
+merges the two (`full_json`): the cached body with the run's fields, which is the grade a copy would hold.
+
+The body must not change under a reuse. Replacing a cache entry (a refresh) first moves the body it replaces
+into the `grade_json` of the rows that reuse it (`keep_reused_bodies`), and a reuse is written only if the
+entry is still the one that was read (its `created_at`, read again in the writing transaction; on PostgreSQL
+under a share lock, so a refresh of the same entry waits for the reuse to commit). A reuse whose entry
+changed meanwhile is stored as a full copy instead.
+
+The review index of a reused grade is not written with it: see judge/store/reuse_index.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic_core import from_json, to_json
+from sqlalchemy import Connection, bindparam, func, select, update
+
+from judge.store.dialects import on_conflict
+from judge.store.records import SavedGrade
+from judge.store.review_index import insert_leaf_rows, leaf_rows
+from judge.store.tables import GradeCacheRow, GradeRow
+
+# Keys per IN (...) list: far under SQLite's and asyncpg's parameter limits.
+CHUNK = 500
+
+_CACHED_BODY = (
+    select(GradeCacheRow.grade_json)
+    .where(GradeCacheRow.submission_hash == GradeRow.submission_hash, GradeCacheRow.task_hash == GradeRow.task_hash,
+           GradeCacheRow.fingerprint_digest == GradeRow.fingerprint_digest)
+    .scalar_subquery()
+)
+GRADE_BODY = func.coalesce(GradeRow.grade_json, _CACHED_BODY)
+"""A grades row's JSON body: its own, else (a reuse) the cached grade's; the subquery runs only for the latter."""
+
+
+def full_json(body: str, reuse_json: str | None) -> str:
+    """A stored grade's JSON from its row's body and, for a reuse, the run's own fields."""
+    if reuse_json is None:
+        return body
+    return with_own_fields(body, from_json(reuse_json))
+
+
+# A grade's JSON (a pydantic dump: fields in model order) opens with scalar fields up to "task_hash" and ends with
+# calibration, process, usage and created_at; the run's own fields are all among these (see `cache_hit_fields`).
+_HEAD_END = ',"task_hash":'
+_TAIL_KEYS = frozenset({"calibration", "process", "usage", "created_at"})
+_TAIL_START = ',"calibration":{'
+_PROCESS_NONE = ',"process":null,"usage":{'
+
+
+def with_own_fields(body: str, own: dict[str, Any]) -> str:
+    """`body` (a grade's JSON) with `own`'s top-level fields instead of its own: the text a copy would hold.
+
+    A grade is tens of kB of verdicts between a few fields at its head and tail, so only the head and the tail
+    are parsed and written again, and the verdicts in between are kept as text. A cut is taken only where it
+    can be nowhere but between top-level fields: the head and the tail must each parse alone as an object (a
+    cut inside a nested value leaves brackets unbalanced, which the parser refuses), hold exactly the fields
+    expected there, and cover every field of `own`. Any other layout (a grade with process metrics, fields in
+    another order) is parsed whole.
+    """
+    head_end = body.find(_HEAD_END)
+    process = body.rfind(_PROCESS_NONE)
+    tail_start = body.rfind(_TAIL_START, 0, process) if process > 0 else -1
+    if 0 < head_end < tail_start:
+        try:
+            head, tail = from_json(body[:head_end] + "}"), from_json("{" + body[tail_start + 1 :])
+        except ValueError:
+            head = tail = None
+        if (isinstance(head, dict) and isinstance(tail, dict) and set(tail) == _TAIL_KEYS
+                and own.keys() <= head.keys() | _TAIL_KEYS):
+            head.update((key, value) for key, value in own.items() if key in head)
+            tail.update((key, value) for key, value in own.items() if key in tail)
+            return to_json(head).decode()[:-1] + body[head_end:tail_start] + "," + to_json(tail).decode()[1:]
+    grade = from_json(body)
+    grade.update(own)  # the same keys, in place: the key order of a copy
+    return to_json(grade).decode()
+
+
+@dataclass(frozen=True)
+class CachedGrade:
+    """A grade cache entry as read: its JSON and the time it was written (what a reuse checks is unchanged)."""
+
+    text: str
+    written_at: datetime
+
+
+@dataclass(frozen=True)
+class GradeReuse:
+    """One run taking a cached grade.
+
+    Args:
+        run_key: The run's key (unique per tenant).
+        grade: The run's grade as a JSON object (the cached one with `own` applied).
+        text: The same as JSON text (stored only if the entry changed and a copy is written instead).
+        own: The fields that are the run's (ids, time, calibration status, usage).
+        cached: The entry it was made from.
+    """
+
+    run_key: str
+    grade: dict[str, Any]
+    text: str
+    own: dict[str, Any]
+    cached: CachedGrade
+
+
+def cached_entries(connection: Connection, fingerprint_digest: str, pairs: Sequence[tuple[str, str]],
+                   *, lock: bool = False) -> dict[tuple[str, str], Any]:
+    """Rows (submission_hash, task_hash, created_at[, grade_json]) of the cache entries of `pairs` under one
+    fingerprint; with `lock`, only the times, share-locked on PostgreSQL."""
+    wanted = set(pairs)
+    submissions = sorted({submission for submission, _task in wanted})
+    columns: list[Any] = [GradeCacheRow.submission_hash, GradeCacheRow.task_hash, GradeCacheRow.created_at]
+    if not lock:
+        columns.append(GradeCacheRow.grade_json)
+    found: dict[tuple[str, str], Any] = {}
+    for start in range(0, len(submissions), CHUNK):
+        query = select(*columns).where(GradeCacheRow.fingerprint_digest == fingerprint_digest,
+                                       GradeCacheRow.submission_hash.in_(submissions[start : start + CHUNK]))
+        if lock:
+            query = query.with_for_update(read=True)  # FOR SHARE on PostgreSQL; SQLite has one writer anyway
+        for row in connection.execute(query):
+            if (row.submission_hash, row.task_hash) in wanted:
+                found[(row.submission_hash, row.task_hash)] = row
+    return found
+
+
+# One cache entry by its key, bound as entry_submission, entry_task and entry_digest.
+THIS_ENTRY = (GradeCacheRow.submission_hash == bindparam("entry_submission"),
+               GradeCacheRow.task_hash == bindparam("entry_task"),
+               GradeCacheRow.fingerprint_digest == bindparam("entry_digest"))
+_LOCK_ENTRY = select(GradeCacheRow.created_at).where(*THIS_ENTRY).with_for_update()
+_KEEP_BODIES = (
+    update(GradeRow)
+    .where(GradeRow.submission_hash == bindparam("entry_submission"), GradeRow.task_hash == bindparam("entry_task"),
+           GradeRow.fingerprint_digest == bindparam("entry_digest"), GradeRow.grade_json.is_(None))
+    .values(grade_json=select(GradeCacheRow.grade_json).where(*THIS_ENTRY).scalar_subquery())
+)
+
+
+def keep_reused_bodies(connection: Connection, submission_hash: str, task_hash: str, fingerprint_digest: str) -> None:
+    """Before a cache entry is replaced: the grades reusing it take its current body as their own."""
+    entry = {"entry_submission": submission_hash, "entry_task": task_hash, "entry_digest": fingerprint_digest}
+    if connection.dialect.name == "postgresql":  # a reuse being written holds a share lock: wait for it
+        connection.execute(_LOCK_ENTRY, entry)
+    connection.execute(_KEEP_BODIES, entry)
+
+
+def _row(tenant: str, run_key: str, grade: dict[str, Any], fingerprint_digest: str) -> dict[str, Any]:
+    usage = grade.get("usage") or {}
+    return {
+        "grade_id": grade["grade_id"], "tenant": tenant, "run_key": run_key, "job_id": None,
+        "task_id": grade["task_id"], "submission_id": grade["submission_id"], "agent": grade.get("agent"),
+        "run_id": grade.get("run_id"), "task_hash": grade["task_hash"], "submission_hash": grade["submission_hash"],
+        "fingerprint_digest": fingerprint_digest, "rubric_id": grade["fingerprint"]["rubric_id"],
+        "overall_score": grade.get("overall_score"), "from_cache": True,
+        "cost_usd": float(usage.get("cost_usd", 0.0)), "llm_calls": int(usage.get("llm_calls", 0)),
+        "created_at": datetime.fromisoformat(grade["created_at"]), "grade_json": None, "reuse_json": None,
+    }
+
+
+def _insert(connection: Connection, tenant: str, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Insert grade rows, a run key already taken keeping its grade; the stored grade id per run key."""
+    # One executemany (no RETURNING per row: ~15x faster on SQLite), then one look-up of who won.
+    statement = on_conflict(GradeRow, ["tenant", "run_key"])
+    for start in range(0, len(rows), CHUNK):
+        connection.execute(statement, rows[start : start + CHUNK])
+    keys = [row["run_key"] for row in rows]
+    stored: dict[str, str] = {}
+    for start in range(0, len(keys), CHUNK):
+        query = select(GradeRow.run_key, GradeRow.grade_id).where(
+            GradeRow.tenant == tenant, GradeRow.run_key.in_(keys[start : start + CHUNK]))
+        stored.update({key: grade_id for key, grade_id in connection.execute(query).all()})
+    return stored
+
+
+def insert_copies(connection: Connection, tenant: str, entries: Sequence[tuple[str, dict[str, Any], str]],
+                  fingerprint_digest: str) -> list[SavedGrade]:
+    """Store full copies, given as (run key, grade JSON object, its text), with their review index rows.
+
+    The rows are filled from the JSON object (no model validation); the text is stored as given. A run key
+    the tenant already has keeps its grade.
+    """
+    rows = [{**_row(tenant, key, grade, fingerprint_digest), "grade_json": text} for key, grade, text in entries]
+    if not rows:
+        return []
+    stored = _insert(connection, tenant, rows)
+    insert_leaf_rows(connection, [
+        leaf for row, (_key, grade, _text) in zip(rows, entries, strict=True)
+        if stored[row["run_key"]] == row["grade_id"]
+        for leaf in leaf_rows(tenant, row["grade_id"], row["task_id"], fingerprint_digest, grade["leaves"],
+                              content_hashes=(row["task_hash"], row["submission_hash"]))
+    ])
+    return [SavedGrade(grade_id=stored[row["run_key"]], created=stored[row["run_key"]] == row["grade_id"])
+            for row in rows]
+
+
+def insert_reuses(connection: Connection, tenant: str, reuses: Sequence[GradeReuse],
+                  fingerprint_digest: str) -> list[SavedGrade]:
+    """Store each reuse as a row of its own fields (no body, no review index rows), results in order.
+
+    A reuse whose cache entry was replaced or removed since it was read is stored as a full copy. A run key the
+    tenant already has keeps its grade.
+    """
+    if not reuses:
+        return []
+    pairs = [(r.grade["submission_hash"], r.grade["task_hash"]) for r in reuses]
+    current = cached_entries(connection, fingerprint_digest, pairs, lock=True)
+    rows, copies = [], []
+    for reuse, pair in zip(reuses, pairs, strict=True):
+        entry = current.get(pair)
+        if entry is None or entry.created_at != reuse.cached.written_at:
+            copies.append(reuse)
+            continue
+        row = _row(tenant, reuse.run_key, reuse.grade, fingerprint_digest)
+        row["reuse_json"] = to_json(reuse.own).decode()
+        rows.append(row)
+    stored = _insert(connection, tenant, rows) if rows else {}
+    saved = {row["run_key"]: SavedGrade(grade_id=stored[row["run_key"]],
+                                        created=stored[row["run_key"]] == row["grade_id"]) for row in rows}
+    copied = insert_copies(connection, tenant, [(r.run_key, r.grade, r.text) for r in copies], fingerprint_digest)
+    saved.update({reuse.run_key: outcome for reuse, outcome in zip(copies, copied, strict=True)})
+    return [saved[reuse.run_key] for reuse in reuses]
