@@ -8,12 +8,18 @@ of that task, so rows and leaves are of real size).
 
 Measured, per backend, in the same process:
   * 3 fully cached reruns: `Regrader(...).run()` over the JSONL file, each under a fresh tenant, so
-    every run is a grade-cache hit copied into the tenant's grades (discovery, look-ups, copies, grade
-    and leaf-index rows, grades.jsonl, runs.csv, runs.parquet, the change report and summary.json),
-    after the judge and rubric are built; min / median / max grades/s (target >= 2,000/s);
-  * the floor, 3 times: the same number of bare cache look-ups (by the same keys, 500 per IN list)
-    and row copies into the grades table and the leaf index through SQLAlchemy core in the same
-    store, with nothing parsed beyond each grade's leaves (what the index needs); min / median / max;
+    every run is a grade-cache hit the tenant records as a reuse (discovery, look-ups, one grades row
+    of the run's own fields per run pointing at the cached grade, grades.jsonl, runs.csv, runs.parquet,
+    the change report and summary.json), after the judge and rubric are built; min / median / max
+    grades/s (target >= 2,000/s), and the peak RSS of the process during each rerun (VmHWM, reset to the
+    RSS at its start; the judge loaded for the set-up is in both) and how far it rose above that start;
+  * the floor, 3 times: the same store statements by hand through SQLAlchemy core in the same store,
+    500 runs per statement: the cache look-ups by the same keys (JSON and write time), the re-read of
+    the write times in the writing transaction, the inserts of the same narrow rows (the run's own
+    fields as JSON) and the look-up of the stored ids; nothing parsed; min / median / max;
+  * after the first rerun: every run found by its run id (the listing filtered by run id gives one
+    grade) and that grade read back (GET's path) equal to the line the rerun wrote in grades.jsonl,
+    its grade id, run id and created_at the rerun's (not the cached grade's);
   * a rerun of runs already done (their grades read back from the store), once.
 
 Reproduce:  .venv/bin/python bench/cached_rerun.py [--runs 5000] [--templates 12] [--backends sqlite,postgres]
@@ -45,20 +51,21 @@ WORK = Path(tempfile.mkdtemp(prefix="cached-rerun-"))
 # The seed grades' sentence vectors stay with the bench (the second backend's seed encodes nothing).
 os.environ.setdefault("EXPJUDGE_EMBEDDING_CACHE_PATH", str(WORK / "embeddings.sqlite3"))
 
-from pydantic_core import from_json  # noqa: E402
+from pydantic_core import to_json  # noqa: E402
 from sqlalchemy import Connection, select  # noqa: E402
-from sqlalchemy.dialects import postgresql, sqlite  # noqa: E402
 
 from judge.devtools.local_services import scratch_database  # noqa: E402
 from judge.gc_tuning import freeze_startup_objects  # noqa: E402
 from judge.grading.grader import Grader  # noqa: E402
+from judge.grading.service import cache_hit_fields  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
-from judge.models import Grade, Task  # noqa: E402
+from judge.models import CalibrationStatus, Grade, Task  # noqa: E402
 from judge.regrade import RegradeOptions, Regrader  # noqa: E402
-from judge.store import Store  # noqa: E402
+from judge.store import GradeFilter, Store  # noqa: E402
+from judge.store.dialects import on_conflict  # noqa: E402
+from judge.store.grade_reuse import cached_entries  # noqa: E402
 from judge.store.grades import cache_grade  # noqa: E402
-from judge.store.review_index import insert_leaf_rows, leaf_rows  # noqa: E402
-from judge.store.tables import GradeCacheRow, GradeRow  # noqa: E402
+from judge.store.tables import GradeRow  # noqa: E402
 from judge.submission.from_ground_truth import submission_from_ground_truth  # noqa: E402
 
 TASKS = ROOT.parent / "shared" / "data" / "expbench" / "tasks"
@@ -117,48 +124,87 @@ async def seed(url: str, work: Path, tasks: list[Task], runs: int) -> tuple[Path
     return path, keys
 
 
-async def timed_rerun(runs: Path, out: Path, url: str, tenant: str) -> tuple[float, int, int]:
+def reset_peak_rss() -> None:
+    """Reset this process's peak RSS (VmHWM) to its current RSS."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def rss_mb(field: str) -> float:
+    """This process's RSS now (VmRSS) or its peak since start or the last reset (VmHWM), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def timed_rerun(runs: Path, out: Path, url: str, tenant: str) -> tuple[float, int, int, str]:
+    """(seconds, runs cached or done, runs judged again, peak memory) of one rerun."""
     regrader = Regrader(options_for(runs, out, url, tenant))  # judge and rubric set-up is not the rerun
+    reset_peak_rss()
+    before = rss_mb("VmRSS")
     started = time.perf_counter()
     result = await regrader.run()
     elapsed = time.perf_counter() - started
     c = result.counters
-    return elapsed, c.cached + c.done, c.graded + c.failed
+    peak = rss_mb("VmHWM")
+    return elapsed, c.cached + c.done, c.graded + c.failed, f"peak RSS {peak:.0f} MB (+{peak - before:.0f} MB)"
+
+
+async def check_findable(url: str, tenant: str, out: Path, runs: int) -> str:
+    """Every run of a rerun found by its run id, and its stored grade the one the rerun wrote (see the docstring)."""
+    written = {}
+    for line in (out / "grades.jsonl").read_text(encoding="utf-8").splitlines():
+        grade = Grade.model_validate_json(line)
+        written[grade.run_id] = grade
+    store = Store(url)
+    try:
+        for run_id, grade in written.items():
+            page = await store.grades.list_page(tenant, GradeFilter(run_id=run_id))
+            assert [item.grade_id for item in page.items] == [grade.grade_id], run_id
+            stored = await store.grades.get(tenant, grade.grade_id)
+            assert stored == grade, run_id
+            assert stored is not None and (stored.grade_id, stored.run_id) == (grade.grade_id, run_id)
+    finally:
+        await store.close()
+    assert len(written) == runs, f"{len(written)} grades written for {runs} runs"
+    return f"{len(written)} of {runs} runs found by run id, each stored grade equal to the one the rerun wrote"
 
 
 async def floor_copy(url: str, digest: str, keys: list[tuple[str, str]], tenant: str) -> float:
-    """Seconds for the bare look-ups and row copies of `keys` (see the module docstring)."""
+    """Seconds for the bare store statements of a rerun of `keys` (see the module docstring)."""
     store = Store(url)
+    own = to_json(cache_hit_fields({}, submission_id="s", agent=None, run_id="r",
+                                   calibration=CalibrationStatus(calibrated=False))).decode()
     try:
         await store.migrate()
         started = time.perf_counter()
         for start in range(0, len(keys), BATCH):
             chunk = keys[start : start + BATCH]
-            submissions = [s for s, _t in chunk]
 
-            def read(connection: Connection, submissions: list[str] = submissions) -> list[Any]:
-                query = select(GradeCacheRow.submission_hash, GradeCacheRow.task_hash, GradeCacheRow.grade_json).where(
-                    GradeCacheRow.fingerprint_digest == digest, GradeCacheRow.submission_hash.in_(submissions))
-                return list(connection.execute(query).all())
+            def read(connection: Connection, chunk: list[tuple[str, str]] = chunk) -> dict[tuple[str, str], Any]:
+                return cached_entries(connection, digest, chunk)
 
             found = await store.run_read(read)
 
-            def write(connection: Connection, found: list[Any] = found) -> None:
-                rows, leaves = [], []
-                for n, (submission_hash, task_hash, text) in enumerate(found):
-                    grade_id = uuid.uuid4().hex
-                    rows.append({"grade_id": grade_id, "tenant": tenant, "run_key": f"floor:{submission_hash}:{n}",
-                                 "job_id": None, "task_id": "t", "submission_id": "s", "agent": None, "run_id": "r",
-                                 "task_hash": task_hash, "submission_hash": submission_hash,
-                                 "fingerprint_digest": digest, "rubric_id": "r", "overall_score": None,
-                                 "from_cache": True, "cost_usd": 0.0, "llm_calls": 0,
-                                 "created_at": datetime.now().astimezone(), "grade_json": text})
-                    leaves += leaf_rows(tenant, grade_id, "t", digest, from_json(text)["leaves"])
-                module = postgresql if connection.dialect.name == "postgresql" else sqlite
-                connection.execute(module.insert(GradeRow).on_conflict_do_nothing(), rows)
-                insert_leaf_rows(connection, leaves)
+            def write(connection: Connection, found: dict[tuple[str, str], Any] = found) -> int:
+                current = cached_entries(connection, digest, list(found), lock=True)
+                rows = []
+                for n, pair in enumerate(found):
+                    submission_hash, task_hash = pair
+                    assert current[pair].created_at == found[pair].created_at
+                    rows.append({"grade_id": uuid.uuid4().hex, "tenant": tenant,
+                                 "run_key": f"floor:{submission_hash}:{n}", "job_id": None, "task_id": "t",
+                                 "submission_id": "s", "agent": None, "run_id": "r", "task_hash": task_hash,
+                                 "submission_hash": submission_hash, "fingerprint_digest": digest, "rubric_id": "r",
+                                 "overall_score": None, "from_cache": True, "cost_usd": 0.0, "llm_calls": 0,
+                                 "created_at": datetime.now().astimezone(), "grade_json": None,
+                                 "reuse_json": own})
+                connection.execute(on_conflict(GradeRow, ["tenant", "run_key"]), rows)
+                stored = connection.execute(select(GradeRow.run_key, GradeRow.grade_id).where(
+                    GradeRow.tenant == tenant, GradeRow.run_key.in_([row["run_key"] for row in rows]))).all()
+                return len(stored)
 
-            await store.run_write(write)
+            assert await store.run_write(write) == len(chunk)
         return time.perf_counter() - started
     finally:
         await store.close()
@@ -178,19 +224,22 @@ def bench_backend(name: str, url: str, work: Path, tasks: list[Task], runs: int)
     freeze_startup_objects()  # as `expjudge regrade` does once its set-up is done (judge/gc_tuning.py)
     rates, floors = [], []
     for attempt in range(3):
-        elapsed, hits, again = run(timed_rerun(path, work / name / f"out-{attempt}", url, f"rerun-{attempt}"))
+        out = work / name / f"out-{attempt}"
+        elapsed, hits, again, peak = run(timed_rerun(path, out, url, f"rerun-{attempt}"))
         rates.append(hits / elapsed)
         print(f"  [{name}] cached rerun {attempt + 1}: {hits} grade-cache hits in {elapsed:.2f} s = "
-              f"{hits / elapsed:7.1f} grades/s (judged again: {again})")
+              f"{hits / elapsed:7.1f} grades/s (judged again: {again}); {peak}")
+        if attempt == 0:
+            print(f"  [{name}] findable: {run(check_findable(url, f'rerun-{attempt}', out, runs))}")
         floor = run(floor_copy(url, digest, keys, f"floor-{attempt}"))
         floors.append(len(keys) / floor)
-        print(f"  [{name}] floor {attempt + 1}: {len(keys)} bare look-ups + row copies in {floor:.2f} s = "
+        print(f"  [{name}] floor {attempt + 1}: {len(keys)} bare look-ups + reuse rows in {floor:.2f} s = "
               f"{len(keys) / floor:7.1f} grades/s")
     print(f"[{name}] fully cached rerun of {runs} runs: {spread(rates)}  (target >= 2000)")
-    print(f"[{name}] floor (look-ups + grade and leaf rows):  {spread(floors)}; "
+    print(f"[{name}] floor (look-ups, write-time check, reuse rows):  {spread(floors)}; "
           f"median rerun / floor = {statistics.median(floors) / statistics.median(rates):.2f}x the floor's time")
-    elapsed, hits, _again = run(timed_rerun(path, work / name / "out-done", url, "rerun-0"))
-    print(f"[{name}] rerun of {hits} runs already done: {hits / elapsed:7.1f} grades/s")
+    elapsed, hits, _again, peak = run(timed_rerun(path, work / name / "out-done", url, "rerun-0"))
+    print(f"[{name}] rerun of {hits} runs already done: {hits / elapsed:7.1f} grades/s; {peak}")
 
 
 def main() -> None:

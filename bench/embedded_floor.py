@@ -1,9 +1,11 @@
 """Benchmark: the embedded judge against its encoder floor, on the EXP-Bench tasks and on the gt_code tasks.
 
-For each grade set, in one process with one loaded model (all-MiniLM-L6-v2, batch size 8, CPU):
+For each grade set, in one process with one loaded model (all-MiniLM-L6-v2, batches of at most 16, CPU):
   1. cold grade: every task graded once with the embedded judge under expbench-v1, by an embedder with an
-     empty memory cache and an empty persistent cache (judge/embeddings/cache.py); the texts the
-     model encoded are recorded, with the time spent in the model;
+     empty memory cache and an empty persistent cache (judge/embeddings/cache.py), `--chunk` tasks at a
+     time through `Grader.grade_many` (all prepared, then one encoder pass over their texts, as regrade and
+     calibration grade; `--one-by-one`: each task through `Grader.grade`, one encoder call per grade); the
+     texts the model encoded are recorded, with the time spent in the model;
   2. the floor: those distinct texts encoded again in one call of the same model and batching
      (`Embedder.run_model`: length-sorted, batches cut to minimise padding), one call per `--chunk` tasks
      (default 20), grade and floor alternating chunk by chunk so that the machine's speed swings hit both
@@ -13,15 +15,19 @@ For each grade set, in one process with one loaded model (all-MiniLM-L6-v2, batc
      verdicts must equal the cold grade's.
 Sets: the 461 EXP-Bench tasks, each with its ground-truth-derived submission (as bench/grade_expbench.py), and
 the gt_code tasks, each with the paper's own code as its diff (as bench/evidence_gold.py's own-code grade).
-`--tasks N` / `--gt-code N` take every k-th task for N of them (a subset, said so in the output).
+`--tasks N` / `--gt-code N` take every k-th task for N of them (a subset, said so in the output). Peak memory
+(max RSS of the process) is printed after each set.
 
 Reproduce:  .venv/bin/python bench/embedded_floor.py [--tasks N] [--gt-code N] [--sets expbench,gt_code] [--chunk 20]
+                                                     [--one-by-one]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -38,12 +44,14 @@ configure_offline_environment()
 
 from judge.embeddings.cache import EmbeddingCache  # noqa: E402
 from judge.embeddings.encoder import Embedder, Vectors, default_embedder  # noqa: E402
-from judge.grading.grader import Grader  # noqa: E402
+from judge.errors import MalformedDiffError  # noqa: E402
+from judge.grading.grader import GradeInput, Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.models import Grade, Submission, Task  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
 from judge.submission.from_ground_truth import submission_from_ground_truth  # noqa: E402
+from judge.submission.view import ViewCache  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "expbench"
 Case = tuple[Task, Submission]
@@ -87,9 +95,16 @@ def gt_code_cases(count: int | None) -> list[Case]:
                                 diff=c.diff)) for c in cases]
 
 
-def grade_all(grader: Grader, cases: list[Case]) -> tuple[float, list[Grade]]:
+def grade_all(grader: Grader, cases: list[Case], *, one_by_one: bool = False) -> tuple[float, list[Grade]]:
+    """Seconds and grades of `cases`: together (`grade_many`) or one `grade` call each."""
     async def run() -> list[Grade]:
-        return [await grader.grade(task, sub) for task, sub in cases]
+        if one_by_one:
+            return [await grader.grade(task, sub) for task, sub in cases]
+        graded = await grader.grade_many([GradeInput(task, sub) for task, sub in cases])
+        for grade in graded:
+            if isinstance(grade, MalformedDiffError):
+                raise grade
+        return [g for g in graded if isinstance(g, Grade)]
 
     started = time.perf_counter()
     grades = asyncio.run(run())
@@ -101,18 +116,18 @@ def verdicts(grades: list[Grade]) -> list[list[tuple[str, str]]]:
 
 
 def bench_set(name: str, cases: list[Case], model: Any, work: Path, *, detect_copies: bool, subset: str,
-              chunk: int) -> None:
+              chunk: int, one_by_one: bool) -> None:
     rubric = load_rubric("expbench-v1")
     cache_path = work / f"{name}-embeddings.sqlite3"
     cold = RecordingEmbedder(model, EmbeddingCache(cache_path))
-    grader = Grader(rubric, EmbeddedJudge(), embedder=cold, detect_copies=detect_copies)
+    grader = Grader(rubric, EmbeddedJudge(), embedder=cold, views=ViewCache(), detect_copies=detect_copies)
     floor_embedder = RecordingEmbedder(model, None)
     # Grade and floor alternate chunk by chunk, so a swing in the machine's speed hits both alike.
     cold_seconds = floor_seconds = 0.0
     cold_grades: list[Grade] = []
     for start in range(0, len(cases), chunk):
         seen = len(cold.texts)
-        seconds, grades = grade_all(grader, cases[start : start + chunk])
+        seconds, grades = grade_all(grader, cases[start : start + chunk], one_by_one=one_by_one)
         cold_seconds += seconds
         cold_grades += grades
         started = time.perf_counter()
@@ -125,14 +140,16 @@ def bench_set(name: str, cases: list[Case], model: Any, work: Path, *, detect_co
     token_counts = [len(ids) for ids in model.tokenizer(texts, truncation=True, max_length=window)["input_ids"]]
     tokens = sum(token_counts)
 
-    warm_seconds, warm_grades = grade_all(grader, cases)
+    grader.views.clear()  # the warm reruns parse again: only the vectors are warm
+    warm_seconds, warm_grades = grade_all(grader, cases, one_by_one=one_by_one)
     disk = Embedder(cache=EmbeddingCache(cache_path))  # no model given: loaded only if a text is missing
-    disk_grader = Grader(rubric, EmbeddedJudge(), embedder=disk, detect_copies=detect_copies)
-    disk_seconds, disk_grades = grade_all(disk_grader, cases)
+    disk_grader = Grader(rubric, EmbeddedJudge(), embedder=disk, views=ViewCache(), detect_copies=detect_copies)
+    disk_seconds, disk_grades = grade_all(disk_grader, cases, one_by_one=one_by_one)
     same = verdicts(cold_grades) == verdicts(warm_grades) == verdicts(disk_grades)
 
     n = len(cases)
-    print(f"\n[{name}] {n} tasks{subset}")
+    mode = "one grade() call per task" if one_by_one else f"grade_many over {chunk} tasks at a time"
+    print(f"\n[{name}] {n} tasks{subset}; {mode}; load average {os.getloadavg()[0]:.1f}")
     print(f"  cold grade (empty caches):   {cold_seconds:8.1f} s = {n / cold_seconds:5.2f} grades/s "
           f"(of which in the model {cold.model_seconds:.1f} s in {cold.model_calls} calls; "
           f"the rest {cold_seconds - cold.model_seconds:.1f} s)")
@@ -146,6 +163,8 @@ def bench_set(name: str, cases: list[Case], model: Any, work: Path, *, detect_co
           f"grades/s; texts encoded {disk.encoded_texts}, read from disk {disk.disk_hits}, "
           f"model loaded: {disk._model is not None}")
     print(f"  verdicts identical cold / warm / persistent: {same}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"  peak memory of the process so far (max RSS): {peak:.0f} MB")
 
 
 def main() -> None:
@@ -154,6 +173,7 @@ def main() -> None:
     parser.add_argument("--gt-code", type=int, default=None, help="gt_code tasks (every k-th); default all")
     parser.add_argument("--sets", default="expbench,gt_code")
     parser.add_argument("--chunk", type=int, default=20, help="tasks graded between two floor measurements")
+    parser.add_argument("--one-by-one", action="store_true", help="grade each task with its own grade() call")
     args = parser.parse_args()
     print("command: " + " ".join([".venv/bin/python", "bench/embedded_floor.py", *sys.argv[1:]]))
     started = time.perf_counter()
@@ -165,11 +185,13 @@ def main() -> None:
     if "expbench" in sets:
         cases = expbench_cases(args.tasks)
         bench_set("expbench", cases, model, work, detect_copies=False,  # ground-truth-derived submissions
-                  subset=f" (subset: every k-th of 461, --tasks {args.tasks})" if args.tasks else "", chunk=args.chunk)
+                  subset=f" (subset: every k-th of 461, --tasks {args.tasks})" if args.tasks else "", chunk=args.chunk,
+                  one_by_one=args.one_by_one)
     if "gt_code" in sets:
         cases = gt_code_cases(args.gt_code)
         bench_set("gt_code", cases, model, work, detect_copies=True,
-                  subset=f" (subset, --gt-code {args.gt_code})" if args.gt_code else "", chunk=args.chunk)
+                  subset=f" (subset, --gt-code {args.gt_code})" if args.gt_code else "", chunk=args.chunk,
+                  one_by_one=args.one_by_one)
 
 
 if __name__ == "__main__":

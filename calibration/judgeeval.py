@@ -8,10 +8,13 @@ read as an all-added diff (judge/repo_snapshot.py: .gitignore honoured, binaries
 limit skipped with a warning).
 
 Every leaf becomes a labelled item of the stage its `task_category` names (Code Development ->
-implementation, Code Execution -> execution, Result Analysis -> conclusion), its requirement the leaf's
-target and its ancestors' requirements the task's question; the group of an item is its submission, so a
-split never cuts one. `JudgeEvalAdapter` grades them with the rubric's leaf of that stage (rubric
-`judgeeval-v1`) and reads a verdict back as JudgeEval's 0/1: pass is 1, fail and partial are 0.
+implementation, Code Execution -> execution, Result Analysis -> conclusion); the group of an item is its
+submission, so a split never cuts one. A submission's leaves are graded as one task, as `expjudge grade`
+grades a task (`submission_task`): its requirements are the graded leaves' requirements in tree order, its
+question names the paper and the requirements above them, the submission is the repository. Each item is
+that grade's leaf of its stage (rubric `judgeeval-v1`) at its requirement; the case runner prepares each
+task once (calibration/runner.py), so its verdicts are those of the grade. A verdict reads back as
+JudgeEval's 0/1: pass is 1, fail and partial are 0.
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ class JudgeEvalItem(LabelledItem):
     """One JudgeEval leaf: its requirement, the requirements above it, and its submission's diff.
 
     `category` is the leaf's task_category (JudgeEval reports per category); `group_id` the submission.
-    The diff is the same string object for every leaf of a submission.
+    `position` is the leaf's place among its submission's graded leaves, whose requirements
+    `submission_requirements` lists in tree order and whose ancestors' requirements `submission_context`
+    lists once each. The diff and those tuples are the same objects for every leaf of a submission.
     """
 
     requirement: str
@@ -52,6 +57,9 @@ class JudgeEvalItem(LabelledItem):
     stage: str
     diff: str
     paper: str
+    position: int = 0
+    submission_requirements: tuple[str, ...] = ()
+    submission_context: tuple[str, ...] = ()
 
 
 def is_judgeeval_folder(path: str | Path) -> bool:
@@ -129,6 +137,7 @@ def load_judgeeval(folder: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
         snapshot: RepoSnapshot = snapshot_repository(submission_beside(expected), max_file_bytes=max_file_bytes)
         warnings += snapshot.warnings
         paper = expected.parent.relative_to(folder).parts[0] if expected.parent != folder else folder.name
+        graded: list[dict[str, Any]] = []
         for leaf, ancestors, where in _leaves(tree, (), f"{expected}:root"):
             leaf_id = str(leaf.get("id") or where)
             category = str(leaf.get("task_category") or "").strip()
@@ -151,25 +160,43 @@ def load_judgeeval(folder: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
                 item_id = f"{item_id}#{seen[item_id]}"
             seen.setdefault(item_id, 1)
             name = CATEGORY_NAMES[category.lower()]
-            items.append(JudgeEvalItem(item_id=item_id, group_id=submission_id, category=name,
-                                       requirement=requirement, ancestors=ancestors, stage=stage,
-                                       diff=snapshot.diff, paper=paper))
+            graded.append({"item_id": item_id, "group_id": submission_id, "category": name,
+                           "requirement": requirement, "ancestors": ancestors, "stage": stage, "paper": paper,
+                           "position": len(graded)})
             labels.append(HumanLabel(item_id=item_id, criterion=CRITERION, rater_id=RATER, label=score,
                                      scale="binary", category=name, group_id=submission_id))
+        requirements = tuple(g["requirement"] for g in graded)
+        context = tuple(dict.fromkeys(a for g in graded for a in g["ancestors"]))
+        items += [JudgeEvalItem(**g, diff=snapshot.diff, submission_requirements=requirements,
+                                submission_context=context) for g in graded]
     if not items:
         raise InputError(f"no gradable leaf in any {EXPECTED_RESULT}", field=str(folder))
     return items, LabelSet(labels=labels, source=str(folder), warnings=warnings)
 
 
+def submission_task(item: JudgeEvalItem) -> tuple[Task, Submission]:
+    """The task and submission `item`'s leaves are graded as: every graded leaf of its submission a
+    requirement (tree order), the paper and the requirements above them the question, the repository's
+    all-added diff the submission (what `expjudge grade` is given to grade the same leaves as one task)."""
+    question = f"Reproduction of paper {item.paper}."
+    if item.submission_context:
+        question += " Parts: " + "; ".join(item.submission_context)
+    task = Task(task_id=item.group_id, question=question, requirements=list(item.submission_requirements))
+    return task, Submission(submission_id=item.group_id, task_id=item.group_id, diff=item.diff)
+
+
 class JudgeEvalAdapter:
-    """JudgeEval leaves: Task(the leaf's requirement, its ancestors as the question) + Submission(the repository's
-    all-added diff) + the rubric's leaf of the leaf's stage."""
+    """JudgeEval leaves: each submission's graded leaves as one task (`submission_task`), each item the
+    rubric's leaf of its stage at its requirement."""
 
     labels: tuple[Label, ...] = (0, 1)
     scale: MetricScale = "binary"
 
     def __init__(self) -> None:
         self._templates: dict[str, Leaf] = {}
+        self._rubric: Rubric | None = None
+        # Per submission (group id): its task, its submission and the task's leaves by id, built once.
+        self._tasks: dict[str, tuple[Task, Submission, dict[str, Leaf]]] = {}
 
     def accepts(self, item: LabelledItem) -> bool:
         """True for JudgeEvalItems."""
@@ -192,23 +219,26 @@ class JudgeEvalAdapter:
                 raise RubricError(f"needs exactly one requirement leaf in stage {stage!r} to grade JudgeEval leaves "
                                   f"(found {len(found)}); use --rubric {DEFAULT_RUBRIC}", field=f"rubric {rubric.id}")
             self._templates[stage] = found[0]
+        self._rubric = rubric
+        self._tasks.clear()
         return self._templates["implementation"]
 
     def to_case(self, item: LabelledItem, leaf: Leaf) -> JudgeCase:
-        """The case of one leaf, graded by the rubric leaf of its stage (`leaf` picks the rubric only)."""
+        """The case of one leaf: its submission's task (shared by the cases of that submission) and the
+        rubric's leaf of its stage at its requirement (`leaf` picks the rubric only)."""
         if not isinstance(item, JudgeEvalItem):
             raise TypeError(f"JudgeEvalAdapter cannot grade {type(item).__name__}")
-        if not self._templates:
+        if self._rubric is None:
             raise RuntimeError("leaf_for(rubric) must be called before to_case")
+        if item.group_id not in self._tasks:
+            task, submission = submission_task(item)
+            leaves = {leaf.id: leaf for leaf in expand_rubric(self._rubric, task)}
+            self._tasks[item.group_id] = (task, submission, leaves)
+        task, submission, leaves = self._tasks[item.group_id]
         template = self._templates[item.stage]
-        context = " > ".join(item.ancestors)
-        task = Task(task_id=item.group_id, question=f"Reproduction of paper {item.paper}. Part of: {context}",
-                    requirements=[item.requirement], metadata={"task_category": item.category})
-        submission = Submission(submission_id=item.item_id, task_id=item.group_id, diff=item.diff)
         return JudgeCase(item=item, key=self.key_of(item), task=task, submission=submission,
-                         leaf=template.model_copy(update={"target": item.requirement,
-                                                          "id": f"{template.template_id}.0"}),
-                         shown_to_raters=f"{context}\n\nrequirement: {item.requirement}")
+                         leaf=leaves[f"{template.template_id}.{item.position}"],
+                         shown_to_raters=f"{' > '.join(item.ancestors)}\n\nrequirement: {item.requirement}")
 
     def label_of(self, result: LeafResult) -> Label | None:
         """1 for pass, 0 for fail or partial, None when unscored."""

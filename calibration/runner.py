@@ -1,9 +1,13 @@
 """Run a judge over labelled items: each item becomes (task, submission, leaf), graded once and cached.
 
 Each case is graded by the same pipeline as every grade the service serves (`judge.grading.grader.Grader`, its
-leaf-level entry point `prepare_leaves` / `judge_prepared`): ground-truth copy detection, the rubric's
-gates, the evidence, the judge; so the agreement measured here is that of the grades `POST /v1/grade`
-serves, on the one leaf each label is about.
+entry points `prepare_many` / `judge_prepared`): ground-truth copy detection, the rubric's gates, the
+evidence, the judge; so the agreement measured here is that of the grades `POST /v1/grade` serves, on the
+one leaf each label is about. A case whose leaf is one the rubric expands over its task (JudgeEval's leaves
+of one repository) is a leaf of that task's grade: the task is prepared once with all its leaves, as
+`expjudge grade` prepares it, and each case reads its own leaf. Any other case (a claim about a diff) is
+prepared for its one leaf. Either way every case is prepared before the encoder runs once over all their
+texts, and a submission's parsed view is shared by the cases of the same content.
 
 An adapter turns a labelled item into a `JudgeCase` and a judge's `LeafResult` back into a label of the
 label set. Claims about diffs (CRScore) are the adapter shipped here; any item type that can be turned into a
@@ -43,7 +47,7 @@ from judge.checks.claim_vs_diff.check import CLAIM_CHECK, claim_label_of
 from judge.checks.claim_vs_diff.evidence import CLAIM_FEATURES_VERSION, ensure_diff_headers
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import InputError, MalformedDiffError, RubricError
-from judge.grading.grader import Grader, PreparedGrade
+from judge.grading.grader import ContentHashes, GradeInput, Grader, PreparedGrade
 from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.response_cache import ResponseCache
@@ -54,10 +58,12 @@ from judge.rubric_loader import expand_rubric
 
 # Part of every result-cache key: bump when what a cached result means changes.
 RESULT_CACHE_VERSION = "calibration-result-v2"  # v2: graded by the grading pipeline (gates, copies)
+_EXPANSIONS_KEPT = 256  # rubric expansions kept, by task hash
 _SYNTHETIC_EXT = {"python": "py", "java": "java", "javascript": "js"}
 # Every module an embedded result depends on: the checks, the evidence layer, the reference matching the
 # requirement check reads code with, the embedded judge, and the grading pipeline around them.
-_DECIDING_PACKAGES = ("judge.checks", "judge.evidence", "judge.reference")
+_DECIDING_PACKAGES = ("judge.checks", "judge.submission", "judge.text", "judge.safety", "judge.embeddings",
+                      "judge.reference")
 _DECIDING_MODULES = ("judge.judges.embedded", "judge.grading.grader", "judge.safety.ground_truth_leaks")
 
 
@@ -149,8 +155,9 @@ class RunStats:
 def evidence_texts(evidence: LeafEvidence) -> list[str]:
     """The snippets a judge was shown (location and similarity first) and the facts, as text."""
     texts = [f"{s.location or s.source} (similarity {s.similarity:.2f})\n{s.text}" for s in evidence.snippets]
-    if evidence.facts:
-        texts.append("facts: " + json.dumps(evidence.facts, sort_keys=True, default=str))
+    facts = evidence.facts.model_dump(mode="json")
+    if facts:
+        texts.append("facts: " + json.dumps(facts, sort_keys=True))
     return texts
 
 
@@ -169,7 +176,7 @@ def deciding_code_digest() -> str:
     for package in _DECIDING_PACKAGES:
         spec = importlib.util.find_spec(package)
         for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-            files += sorted(Path(folder).glob("*.py"))
+            files += sorted(Path(folder).rglob("*.py"))
     for module in _DECIDING_MODULES:
         spec = importlib.util.find_spec(module)
         if spec is not None and spec.origin:
@@ -177,9 +184,26 @@ def deciding_code_digest() -> str:
     return content_hash([f"{f.name}:{f.read_bytes().decode('utf-8', 'replace')}" for f in files])[:16]
 
 
-def _cache_key(case: JudgeCase, fingerprint: JudgeFingerprint) -> str:
-    return content_hash([RESULT_CACHE_VERSION, CLAIM_FEATURES_VERSION, deciding_code_digest(), case.content_hash(),
+def _cache_key(case: JudgeCase, hashes: ContentHashes, fingerprint: JudgeFingerprint) -> str:
+    # What case.content_hash() holds, from the hashes computed once per task and submission object.
+    case_hash = content_hash([hashes.task, hashes.submission, case.leaf.model_dump(mode="json")])
+    return content_hash([RESULT_CACHE_VERSION, CLAIM_FEATURES_VERSION, deciding_code_digest(), case_hash,
                          fingerprint.digest])
+
+
+class _Hashes:
+    """Content hashes of the cases' tasks and submissions, once per object (the cases of one JudgeEval
+    repository share one task and one 2 MB submission)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, int], tuple[Task, Submission, ContentHashes]] = {}
+
+    def of(self, case: JudgeCase) -> ContentHashes:
+        key = (id(case.task), id(case.submission))
+        seen = self._seen.get(key)
+        if seen is None:  # the objects are kept with their hashes, so an id is never reused meanwhile
+            seen = self._seen[key] = (case.task, case.submission, ContentHashes.of(case.task, case.submission))
+        return seen[2]
 
 
 class CaseRunner:
@@ -208,12 +232,42 @@ class CaseRunner:
         # response cache, which never keeps a failed call.
         self.result_cache = result_cache if isinstance(judge, EmbeddedJudge) else None
         self.concurrency = max(1, concurrency)
+        self._expansions: dict[str, dict[str, Leaf]] = {}
         self.progress = progress
         self.console = console or Console(stderr=True)
 
-    def prepare(self, cases: Sequence[JudgeCase]) -> list[PreparedGrade | MalformedDiffError]:
-        """Every case prepared by the grading pipeline (copies, gates, evidence), embedding in one batch."""
-        return self.grader.prepare_leaves([(case.task, case.submission, [case.leaf]) for case in cases])
+    def _task_leaves(self, task: Task, task_hash: str) -> dict[str, Leaf]:
+        """The rubric's leaves over `task` by id (kept per task)."""
+        if task_hash not in self._expansions:
+            if len(self._expansions) >= _EXPANSIONS_KEPT:
+                self._expansions.clear()
+            self._expansions[task_hash] = {leaf.id: leaf for leaf in expand_rubric(self.rubric, task)}
+        return self._expansions[task_hash]
+
+    def prepare(self, cases: Sequence[JudgeCase], hashes: Sequence[ContentHashes] | None = None
+                ) -> list[PreparedGrade | MalformedDiffError]:
+        """Every case prepared by the grading pipeline (copies, gates, evidence), the encoder run once over
+        all their texts. A case whose leaf is the rubric's own leaf over its task is prepared within that
+        task's grade (once per task and submission content, every leaf of the task beside it), then
+        narrowed to its leaf; any other case for its one leaf."""
+        hashed = _Hashes()
+        hashes = hashes if hashes is not None else [hashed.of(case) for case in cases]
+        inputs: list[GradeInput] = []
+        whole: dict[tuple[str, str], int] = {}
+        slots: list[int] = []
+        for case, content in zip(cases, hashes, strict=True):
+            if self._task_leaves(case.task, content.task).get(case.leaf.id) == case.leaf:
+                key = (content.task, content.submission)
+                if key not in whole:
+                    whole[key] = len(inputs)
+                    inputs.append(GradeInput(case.task, case.submission, None, content))
+                slots.append(whole[key])
+            else:
+                slots.append(len(inputs))
+                inputs.append(GradeInput(case.task, case.submission, [case.leaf], content))
+        prepared = self.grader.prepare_many(inputs)
+        return [p.for_leaves({case.leaf.id}) if isinstance(p := prepared[slot], PreparedGrade) else p
+                for case, slot in zip(cases, slots, strict=True)]
 
     def build_evidence(self, cases: Sequence[JudgeCase]) -> list[LeafEvidence | None]:
         """Evidence of every case's leaf, None where the submission does not parse or a gate decided the
@@ -228,7 +282,9 @@ class CaseRunner:
         stats = RunStats(items=len(cases))
         outcomes: list[CaseOutcome | None] = [None] * len(cases)
         pending: list[int] = []
-        keys = [_cache_key(case, self.fingerprint) for case in cases]
+        hashed = _Hashes()
+        hashes = [hashed.of(case) for case in cases]
+        keys = [_cache_key(case, content, self.fingerprint) for case, content in zip(cases, hashes, strict=True)]
         for index, case in enumerate(cases):
             hit = await self.result_cache.get(keys[index]) if self.result_cache is not None else None
             if hit is None:
@@ -243,7 +299,7 @@ class CaseRunner:
                       transient=False) as bar:
             task_id = bar.add_task(f"{escape(self.judge.name)} on {len(cases)} items", total=len(cases),
                                    completed=len(cases) - len(pending))
-            prepared = await asyncio.to_thread(self.prepare, [cases[i] for i in pending])
+            prepared = await asyncio.to_thread(self.prepare, [cases[i] for i in pending], [hashes[i] for i in pending])
             semaphore = asyncio.Semaphore(self.concurrency)
 
             async def one(index: int, item: PreparedGrade | MalformedDiffError) -> None:

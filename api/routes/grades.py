@@ -19,11 +19,12 @@ router = APIRouter(tags=["grades"])
 
 @router.get("/v1/grades/{grade_id}", response_model=Grade, responses={404: {"description": "No such grade."}})
 async def get_grade(grade_id: str, service: ServiceDep, tenant: TenantDep) -> Response:
-    """A stored grade of this tenant, exactly as it was returned when it was made."""
-    grade = await service.store.grades.get(tenant, grade_id)
-    if grade is None:
+    """A stored grade of this tenant, exactly as it was returned when it was made (a cached rerun's: the grade it
+    reused, with the rerun's own ids, time, calibration status and usage)."""
+    text = await service.store.grades.json_of(tenant, grade_id)
+    if text is None:
         raise NotFound(f"no grade {grade_id!r}", field="grade_id")
-    return Response(grade.model_dump_json(), media_type="application/json")
+    return Response(text, media_type="application/json")
 
 
 @router.get("/v1/grades", response_model=GradeList)

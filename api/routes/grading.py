@@ -157,7 +157,8 @@ def _sync_response(outcome: SyncGrade) -> Response:
     headers = {"Location": f"/v1/grades/{outcome.grade.grade_id}", "X-Job-Id": outcome.job.job_id}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
-    return Response(outcome.grade.model_dump_json(), media_type="application/json", headers=headers)
+    body = outcome.grade_json if outcome.grade_json is not None else outcome.grade.model_dump_json()
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.post("/grade", summary="Grade one submission (the name harnesses know; same as /v1/grade)")

@@ -40,7 +40,7 @@ from judge.safety.ground_truth_leaks import (
     without_copies,
 )
 from judge.safety.leak_detection import LeakDetector, LeakFinding
-from judge.submission.view import SubmissionView
+from judge.submission.view import SubmissionView, ViewCache, default_view_cache
 
 # Tasks whose copy detectors a Grader keeps (oldest dropped first).
 _DETECTORS_KEPT = 64
@@ -117,6 +117,17 @@ class ContentHashes:
         return cls(task.content_hash(), submission.content_hash())
 
 
+@dataclass(frozen=True)
+class GradeInput:
+    """One grade to prepare: a task, a submission, the leaves to grade (None: the rubric's expansion over
+    the task, as a grade has it) and the content hashes when the caller computed them already."""
+
+    task: Task
+    submission: Submission
+    leaves: list[Leaf] | None = None
+    hashes: ContentHashes | None = None
+
+
 @dataclass
 class PreparedGrade:
     """A grade up to the judge call; dry runs and token counts stop here."""
@@ -132,6 +143,14 @@ class PreparedGrade:
     def pending(self) -> list[Leaf]:
         """The leaves no gate decided: the judge decides them."""
         return [leaf for leaf in self.leaves if leaf.id not in self.decided]
+
+    def for_leaves(self, ids: set[str]) -> PreparedGrade:
+        """This grade narrowed to the leaves `ids` names (their evidence as built beside every other leaf):
+        the judge is asked about those only."""
+        return PreparedGrade(view=self.view, leaves=[leaf for leaf in self.leaves if leaf.id in ids],
+                             decided={k: v for k, v in self.decided.items() if k in ids},
+                             evidence=[e for e in self.evidence if e.leaf.id in ids], context=self.context,
+                             copies=self.copies)
 
 
 @dataclass
@@ -174,6 +193,7 @@ class Grader:
         rubric: The rubric to expand over each task.
         judge: The judge that decides leaves gates have not decided.
         embedder: Embeddings for alignment (default: the shared offline all-MiniLM-L6-v2).
+        views: Parsed submissions by content (default: the process-wide cache, shared by every grader).
         detect_copies: Flag and blank out submission text copied from the hidden ground truth. Off only for
             synthetic submissions built from the ground truth itself (benchmarks and tests of alignment); a
             grade made with it off says so in its warnings.
@@ -183,10 +203,11 @@ class Grader:
     """
 
     def __init__(self, rubric: Rubric, judge: Judge, *, embedder: Embedder | None = None,
-                 detect_copies: bool = True) -> None:
+                 views: ViewCache | None = None, detect_copies: bool = True) -> None:
         self.rubric = rubric
         self.judge = judge
         self.detect_copies = detect_copies
+        self.views = views or default_view_cache()
         self._detectors: dict[str, LeakDetector] = {}
         self.checks = CHECKS
         self.builder = EvidenceBuilder(embedder or default_embedder(), checks=CHECKS)
@@ -217,16 +238,22 @@ class Grader:
                     decided[leaf.id] = _gate_result(leaf, gates[name].reason)
         return decided
 
+    def _copies(self, task: Task, submission: Submission, task_hash: str | None) -> list[LeakFinding]:
+        return find_copies(task, submission, self._detector(task, task_hash)) if self.detect_copies else []
+
     def _parsed(self, task: Task, submission: Submission, copies: list[LeakFinding],
-                leaves: list[Leaf] | None) -> PreparedGrade:
-        """The submission parsed (copied spans blanked out), the leaves (the rubric's, expanded, unless
-        given) and the gates decided; no evidence yet.
+                leaves: list[Leaf] | None, submission_hash: str | None = None) -> PreparedGrade:
+        """The submission parsed (copied spans blanked out; a view of the same content is reused), the leaves
+        (the rubric's, expanded, unless given) and the gates decided; no evidence yet.
 
         Raises:
             MalformedDiffError: when the submission's diff cannot be parsed.
         """
         masked = [str(f) for f in task.metadata.get("masked_source", []) or []]
-        view = SubmissionView.build(without_copies(submission, copies), masked_files=masked)
+        parsed = without_copies(submission, copies)
+        content_key = submission_hash if submission_hash is not None and parsed is submission \
+            else parsed.content_hash()
+        view = self.views.view(parsed, content_key=content_key, masked_files=masked)
         leaves = expand_rubric(self.rubric, task) if leaves is None else leaves
         context = GradingContext(task=task, submission=submission, rubric=self.rubric,
                                  source_texts=view.source_texts())
@@ -241,46 +268,53 @@ class Grader:
             # gt_code gold citations, at ~5 s per task with a cold cache (bench/reference_spans.py)
             attach_reference_spans(self.rubric, task, prepared.evidence)
 
-    async def prepare(self, task: Task, submission: Submission, *, task_hash: str | None = None) -> PreparedGrade:
+    async def prepare(self, task: Task, submission: Submission, *, task_hash: str | None = None,
+                      submission_hash: str | None = None) -> PreparedGrade:
         """Everything up to the judge call: parsed submission, gated leaves, evidence for the rest.
 
         Args:
             task: The task.
             submission: The submission.
             task_hash: The task's content hash, when the caller computed it already.
+            submission_hash: The submission's content hash, when the caller computed it already.
 
         Raises:
             MalformedDiffError: when the submission's diff cannot be parsed (bad input, not a grade).
         """
         # Text copied from the hidden ground truth is flagged and blanked out before anything aligns to it.
-        copies = (await asyncio.to_thread(find_copies, task, submission, self._detector(task, task_hash))
-                  if self.detect_copies else [])
-        prepared = self._parsed(task, submission, copies, None)
+        copies = await asyncio.to_thread(self._copies, task, submission, task_hash) if self.detect_copies else []
+        prepared = self._parsed(task, submission, copies, None, submission_hash)
         await asyncio.to_thread(self._attach_evidence, prepared, task)
         return prepared
 
-    def prepare_leaves(self, cases: Sequence[tuple[Task, Submission, list[Leaf]]]
-                       ) -> list[PreparedGrade | MalformedDiffError]:
-        """The leaf-level entry point (calibration grades one labelled leaf per case): each case prepared
-        as `prepare` prepares a grade, copy detection and gates included, but for the leaves given (a leaf
-        whose target is the labelled item) instead of the rubric's expansion, and with the texts of every
-        case embedded in one batch. Synchronous (call it in a thread); a diff that does not parse is its
-        case's `MalformedDiffError`, not an exception. Judge each with `judge_prepared`.
+    def prepare_many(self, inputs: Sequence[GradeInput]) -> list[PreparedGrade | MalformedDiffError]:
+        """Many grades prepared as `prepare` prepares one (copy detection, gates, evidence), the texts of all
+        of them embedded in one pass of the encoder (length-sorted batches) before any evidence is built.
+        Synchronous (call it in a thread); a diff that does not parse is its input's `MalformedDiffError`,
+        not an exception. Judge each with `judge_prepared` (or let `grade_many` finish them).
         """
         out: list[PreparedGrade | MalformedDiffError] = []
-        for task, submission, leaves in cases:
+        for item in inputs:
+            hashes = item.hashes
             try:
-                copies = find_copies(task, submission, self._detector(task)) if self.detect_copies else []
-                out.append(self._parsed(task, submission, copies, leaves))
+                copies = self._copies(item.task, item.submission, hashes.task if hashes else None)
+                out.append(self._parsed(item.task, item.submission, copies, item.leaves,
+                                        hashes.submission if hashes else None))
             except MalformedDiffError as exc:
                 out.append(exc)
         ready = [p for p in out if isinstance(p, PreparedGrade)]
         texts = [text for p in ready for text in self.builder.texts_to_embed(p.pending, p.view)]
         self.builder.embedder.encode(list(dict.fromkeys(texts)))  # one batched pass; each build hits memory
-        for prepared, (task, _, _) in zip(out, cases, strict=True):
+        for prepared, item in zip(out, inputs, strict=True):
             if isinstance(prepared, PreparedGrade):
-                self._attach_evidence(prepared, task)
+                self._attach_evidence(prepared, item.task)
         return out
+
+    def prepare_leaves(self, cases: Sequence[tuple[Task, Submission, list[Leaf] | None]]
+                       ) -> list[PreparedGrade | MalformedDiffError]:
+        """The leaf-level entry point (calibration): `prepare_many` of (task, submission, leaves) triples,
+        each for the leaves given (None: the rubric's expansion) instead of the rubric's expansion."""
+        return self.prepare_many([GradeInput(task, submission, leaves) for task, submission, leaves in cases])
 
     async def judge_prepared(self, prepared: PreparedGrade) -> JudgedLeaves:
         """The judge's results on the prepared leaves no gate decided, with the gates' results, in the
@@ -314,7 +348,31 @@ class Grader:
         """
         started = time.perf_counter()
         hashes = hashes or ContentHashes.of(task, submission)
-        prepared = await self.prepare(task, submission, task_hash=hashes.task)
+        prepared = await self.prepare(task, submission, task_hash=hashes.task, submission_hash=hashes.submission)
+        return await self.finish(prepared, task, submission, hashes=hashes, calibration=calibration, started=started)
+
+    async def grade_many(self, inputs: Sequence[GradeInput], *, calibration: CalibrationStatus | None = None
+                         ) -> list[Grade | MalformedDiffError]:
+        """Grade many submissions: all prepared first, their texts embedded in one pass (`prepare_many`),
+        then each judged and rolled up as `grade` does, in input order. A diff that does not parse is its
+        input's `MalformedDiffError`; each grade's latency runs from the start of the batch."""
+        started = time.perf_counter()
+        inputs = [i if i.hashes else GradeInput(i.task, i.submission, i.leaves, ContentHashes.of(i.task, i.submission))
+                  for i in inputs]
+        prepared = await asyncio.to_thread(self.prepare_many, inputs)
+        out: list[Grade | MalformedDiffError] = []
+        for item, ready in zip(inputs, prepared, strict=True):
+            out.append(ready if isinstance(ready, MalformedDiffError) else await self.finish(
+                ready, item.task, item.submission, hashes=item.hashes, calibration=calibration, started=started))
+        return out
+
+    async def finish(self, prepared: PreparedGrade, task: Task, submission: Submission, *,
+                     hashes: ContentHashes | None = None, calibration: CalibrationStatus | None = None,
+                     started: float | None = None) -> Grade:
+        """The grade of a prepared submission: the judge's verdicts, integrity findings, warnings, stage
+        scores and metrics (`started`: when grading began, for the latency of a grade without LLM calls)."""
+        started = time.perf_counter() if started is None else started
+        hashes = hashes or ContentHashes.of(task, submission)
         view = prepared.view
         judged = await self.judge_prepared(prepared)
         results, usage = judged.results, judged.usage

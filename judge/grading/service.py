@@ -32,14 +32,18 @@ def cacheable(grade: Grade) -> bool:
     return not any(leaf.reason_code in TRANSIENT_REASONS for leaf in grade.leaves)
 
 
+_NOTHING_SPENT: dict[str, Any] = Usage().model_dump(mode="json")
+
+
 def cache_hit_fields(hit_usage: Usage | dict[str, Any], *, submission_id: str, agent: str | None,
-                     run_id: str | None, calibration: CalibrationStatus,
+                     run_id: str | None, calibration: CalibrationStatus | dict[str, Any],
                      task_id: str | None = None) -> dict[str, Any]:
     """What a cached grade takes from the request that reuses it (JSON values; the one rule for every caller).
 
     Same content and same judge, so the verdicts carry over; the ids, the agent and run (the cached
     grade's agent is another run's), the time, the calibration status and the cost (nothing spent:
     every call it saved is a cache hit) are this request's. `task_id` None keeps the cached one.
+    `calibration` may be given as its JSON object already (a caller reusing many grades dumps it once).
     """
     usage = hit_usage.model_dump() if isinstance(hit_usage, Usage) else hit_usage
     saved_calls = int(usage.get("llm_calls", 0)) + int(usage.get("cache_hits", 0))
@@ -48,8 +52,9 @@ def cache_hit_fields(hit_usage: Usage | dict[str, Any], *, submission_id: str, a
         "submission_id": submission_id,
         "agent": agent,
         "run_id": run_id,
-        "calibration": calibration.model_dump(mode="json"),
-        "usage": Usage(cache_hits=saved_calls).model_dump(mode="json"),
+        "calibration": calibration.model_dump(mode="json") if isinstance(calibration, CalibrationStatus)
+        else calibration,
+        "usage": {**_NOTHING_SPENT, "cache_hits": saved_calls},
         "created_at": utcnow().isoformat(),
     }
     if task_id is not None:
@@ -110,7 +115,7 @@ class GradingService:
             cached = None if refresh else cached_grade_on(connection, *keys)
             return calibration_status_on(connection, digest, self.tenant), cached
 
-        return await self.store.run_read(read)
+        return await self.store.run_read(read, point=True)
 
     async def grade(self, task: Task, submission: Submission, *, refresh: bool = False) -> ServedGrade:
         """The grade of `submission` against `task`: from the cache when the same content was graded by the

@@ -96,9 +96,7 @@ async def run_job(job_id: str, runtime: GradingRuntime, owner: str) -> JobRun:
     return await run_claimed(job, payload, runtime, owner)
 
 
-async def run_claimed(
-    job: JobRecord, payload: JobPayload, runtime: GradingRuntime, owner: str, *, fresh: bool = False
-) -> JobRun:
+async def run_claimed(job: JobRecord, payload: JobPayload, runtime: GradingRuntime, owner: str) -> JobRun:
     """Grade the items of a job `owner` holds, record each, and close the job.
 
     Args:
@@ -106,20 +104,15 @@ async def run_claimed(
         payload: Its input.
         runtime: Store, judges and rubrics.
         owner: The runner holding the job.
-        fresh: True when `owner` created the job this moment, so no earlier attempt can have
-            left items or grades behind (saves the look-ups a resumed job needs).
     """
     store = runtime.store
-    done = set() if fresh else {item.index for item in await store.jobs.items(job.job_id) if item.state == "done"}
+    done = {item.index for item in await store.jobs.items(job.job_id) if item.state == "done"}
     todo = [index for index in range(len(payload.items)) if index not in done]
     limit = asyncio.Semaphore(ITEM_CONCURRENCY)
 
-    # A one-item job created here is closed by its item's own write (one round trip less).
-    close_for = owner if fresh and job.total == 1 else None
-
     async def one(index: int) -> ItemResult:
         async with limit:
-            return await runtime.grade_item(job.tenant, job.job_id, index, payload, fresh=fresh, close_for=close_for)
+            return await runtime.grade_item(job.tenant, job.job_id, index, payload)
 
     beat = asyncio.create_task(_beat(runtime, job.job_id, owner)) if todo else None
     try:
@@ -129,9 +122,6 @@ async def run_claimed(
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
-    closed = next((r.closed for r in results if r.closed is not None), None)
-    if closed is not None:
-        return JobRun(closed, claimed=True, results={r.index: r for r in results})
     succeeded = len(done) + sum(1 for r in results if r.outcome.state == "done")
     state = _final_state(succeeded, job.total)
     error = None

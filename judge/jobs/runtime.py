@@ -21,7 +21,7 @@ from judge.models import Grade, Rubric, Usage
 from judge.rubric_loader import load_rubric
 from judge.settings import Settings, get_settings
 from judge.store import ItemOutcome, JobRecord, Store
-from judge.store.jobs import GradeWrite
+from judge.store.jobs import GradeWrite, ItemWritten, NewJob
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ class ItemResult:
     replayed: bool = False
     error: Exception | None = field(default=None, repr=False)
     closed: JobRecord | None = None
+    grade_json: str | None = field(default=None, repr=False)
 
     @property
     def retryable(self) -> bool:
@@ -114,83 +115,91 @@ class GradingRuntime:
         self.judge_for(payload.judge, refresh=payload.refresh)
         return rubric
 
-    async def grade_item(
-        self,
-        tenant: str,
-        job_id: str,
-        index: int,
-        payload: JobPayload,
-        *,
-        fresh: bool = False,
-        close_for: str | None = None,
-    ) -> ItemResult:
-        """Grade item `index` of a job; store its grade (once per run key) and its outcome together.
+    async def grade_item(self, tenant: str, job_id: str, index: int, payload: JobPayload) -> ItemResult:
+        """Grade item `index` of a stored job; store its grade (once per run key) and its outcome together.
 
         Args:
             tenant: Owner of the job.
             job_id: The job.
             index: The item's position in the payload.
             payload: The job's input.
-            fresh: The job was created this moment: skip looking for a grade an earlier attempt stored.
-            close_for: For a one-item job held by this runner: close the job in the same write.
         """
         started = time.perf_counter()
-        result = await self._grade_item(tenant, job_id, index, payload, fresh, close_for)
+        result = await self._grade_item(tenant, job_id, index, payload)
         if not result.replayed:
             _observe(result, time.perf_counter() - started)
         return result
 
-    async def _grade_item(
-        self, tenant: str, job_id: str, index: int, payload: JobPayload, fresh: bool, close_for: str | None
-    ) -> ItemResult:
+    async def grade_alone(self, job: NewJob, payload: JobPayload) -> ItemResult | None:
+        """Grade the one item of a job not stored yet, then store the job finished, with the item's outcome and
+        grade, in one write (a synchronous grade); None when the job's idempotency key was taken meanwhile by
+        another request (nothing stored)."""
+        started = time.perf_counter()
+        key = payload.items[0].run_key or run_key(job.job_id, 0)
+        result, write = await self.judge_item(job.tenant, key, 0, payload, job_id=job.job_id)
+        written = await self.store.jobs.create_finished(job, result.outcome, write)
+        if written is None:
+            return None
+        result = await self.stored(result, write, written)
+        _observe(result, time.perf_counter() - started)
+        return result
+
+    async def _grade_item(self, tenant: str, job_id: str, index: int, payload: JobPayload) -> ItemResult:
         jobs = self.store.jobs
-        own_key = payload.items[index].run_key
-        key = own_key or run_key(job_id, index)
-        # A fresh job's own run keys cannot have grades yet; a key chosen by the caller (a regrade's) can.
-        stored_id = None if fresh and own_key is None else await self.store.grades.id_for_run_key(tenant, key)
+        key = payload.items[index].run_key or run_key(job_id, index)
+        stored_id = await self.store.grades.id_for_run_key(tenant, key)
         if stored_id is not None:  # an earlier attempt stored it and died before recording the item
             stored = await self.store.grades.get(tenant, stored_id)
             usage = stored.usage if stored else Usage()
-            written = await jobs.record_item(job_id, index, _outcome(stored_id, usage), close_for=close_for)
-            outcome = _outcome(stored_id, usage)
-            return ItemResult(index, outcome, stored, usage=usage, replayed=True, closed=written.closed)
+            await jobs.record_item(job_id, index, _outcome(stored_id, usage))
+            return ItemResult(index, _outcome(stored_id, usage), stored, usage=usage, replayed=True)
+        result, write = await self.judge_item(tenant, key, index, payload, job_id=job_id)
+        written = await jobs.record_item(job_id, index, result.outcome, write)
+        return await self.stored(result, write, written)
+
+    async def judge_item(self, tenant: str, key: str, index: int, payload: JobPayload, *,
+                         job_id: str | None = None) -> tuple[ItemResult, GradeWrite | None]:
+        """Grade item `index` of `payload` without storing anything.
+
+        Returns:
+            The item's result, and the write that stores its grade under `key` (None when there is no grade to
+            store: the item failed, or the upstream was down). The grade is serialised here, once: the write
+            stores that text and a synchronous caller answers with it.
+        """
         try:
             grade, from_cache = await self._grade(tenant, payload.items[index], payload)
         except InputError as exc:
-            result = ItemResult(index, _outcome(None, Usage(), error_code="input_error", error=str(exc)), error=exc)
+            return ItemResult(index, _outcome(None, Usage(), error_code="input_error", error=str(exc)), error=exc), None
         except Exception as exc:  # a bug must not kill the other items; it is logged and reported
             log.exception("grading item %d of job %s failed", index, job_id)
             outcome = _outcome(None, Usage(), error_code="internal_error", error=type(exc).__name__)
-            result = ItemResult(index, outcome, error=exc)
-        else:
-            if upstream_down(grade):  # nothing graded: no grade is stored, so a retry grades afresh
-                reason = next((leaf.reason for leaf in grade.leaves if leaf.reason_code == "judge_error"), None)
-                outcome = _outcome(None, grade.usage, error_code="upstream_unavailable", error=reason)
-                result = ItemResult(index, outcome, grade, usage=grade.usage)
-            else:
-                write = GradeWrite(
-                    tenant,
-                    key,
-                    grade,
-                    from_cache=from_cache,
-                    cache=not from_cache and cacheable(grade),
-                    replace_cache=payload.refresh,
-                )
-                return await self._store_grade(job_id, index, write, close_for)
-        result.closed = (await jobs.record_item(job_id, index, result.outcome, close_for=close_for)).closed
-        return result
+            return ItemResult(index, outcome, error=exc), None
+        if upstream_down(grade):  # nothing graded: no grade is stored, so a retry grades afresh
+            reason = next((leaf.reason for leaf in grade.leaves if leaf.reason_code == "judge_error"), None)
+            outcome = _outcome(None, grade.usage, error_code="upstream_unavailable", error=reason)
+            return ItemResult(index, outcome, grade, usage=grade.usage), None
+        text = grade.model_dump_json()
+        write = GradeWrite(tenant, key, grade, from_cache=from_cache, cache=not from_cache and cacheable(grade),
+                           replace_cache=payload.refresh, grade_json=text)
+        result = ItemResult(index, _outcome(None, grade.usage), grade, from_cache=from_cache, usage=grade.usage,
+                            grade_json=text)
+        return result, write
 
-    async def _store_grade(self, job_id: str, index: int, write: GradeWrite, close_for: str | None) -> ItemResult:
-        grade = write.grade
-        written = await self.store.jobs.record_item(
-            job_id, index, _outcome(None, grade.usage), write, close_for=close_for
-        )
+    async def stored(self, result: ItemResult, write: GradeWrite | None, written: ItemWritten) -> ItemResult:
+        """`result` once its outcome (and grade, given as `write`) was stored as `written`."""
+        result.closed = written.closed
         saved = written.saved
-        assert saved is not None
+        if write is None or saved is None:
+            return result
+        result.created = saved.created
+        result.outcome = _outcome(saved.grade_id, write.grade.usage)
         if not saved.created:  # a concurrent runner of the same item won the write: report its grade
-            grade = await self.store.grades.get(write.tenant, saved.grade_id) or grade
-        outcome = _outcome(saved.grade_id, grade.usage)
-        return ItemResult(index, outcome, grade, saved.created, write.from_cache, grade.usage, closed=written.closed)
+            text = await self.store.grades.json_of(write.tenant, saved.grade_id)
+            if text is not None:
+                result.grade, result.grade_json = Grade.model_validate_json(text), text
+                result.usage = result.grade.usage
+                result.outcome = _outcome(saved.grade_id, result.usage)
+        return result
 
     def service_for(self, payload: JobPayload, tenant: str) -> GradingService:
         """The grading service of a payload's rubric and judge for `tenant`, built once per process and

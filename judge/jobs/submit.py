@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 from judge.errors import ExpjudgeError, InputError
 from judge.jobs.payload import JobPayload
-from judge.jobs.runner import JobRun, run_claimed, run_job
+from judge.jobs.runner import JobRun, run_job
 from judge.jobs.runtime import GradingRuntime, ItemResult
 from judge.models import Grade
 from judge.store import JobRecord
+from judge.store.clock import utcnow
+from judge.store.jobs import NewJob
 
 
 class IdempotencyKeyReusedError(InputError):
@@ -65,19 +67,24 @@ async def create_job(
 
 @dataclass
 class SyncGrade:
-    """The outcome of grading one submission at once."""
+    """The outcome of grading one submission at once.
+
+    `grade_json` is the grade as JSON text, as stored (the answer to send: no second serialisation).
+    """
 
     job: JobRecord
     grade: Grade | None
     item: ItemResult | None
     replayed: bool = False
+    grade_json: str | None = None
 
 
 async def _stored(runtime: GradingRuntime, job: JobRecord) -> SyncGrade:
     items = await runtime.store.jobs.items(job.job_id)
     grade_id = items[0].grade_id if items else None
-    grade = await runtime.store.grades.get(job.tenant, grade_id) if grade_id else None
-    return SyncGrade(job, grade, None, replayed=True)
+    text = await runtime.store.grades.json_of(job.tenant, grade_id) if grade_id else None
+    grade = Grade.model_validate_json(text) if text is not None else None
+    return SyncGrade(job, grade, None, replayed=True, grade_json=text)
 
 
 async def grade_now(
@@ -85,21 +92,44 @@ async def grade_now(
 ) -> SyncGrade:
     """Grade a one-item job right here, or replay the stored result of its idempotency key.
 
+    A new request is graded before anything is written, then its job (already finished), the item's outcome
+    and the grade are stored in one transaction. A request whose idempotency key has a job already takes the
+    job's way: its stored result, or the job run here (a failed one retried).
+
     Raises:
         IdempotencyKeyReusedError: the key was used before with a different request.
         JobBusyError: another runner holds the key's job right now.
     """
-    job, created = await create_job(
-        runtime, tenant=tenant, kind="grade", payload=payload, idempotency_key=idempotency_key, owner=owner
-    )
-    if created:
-        run = await run_claimed(job, payload, runtime, owner, fresh=True)
-    else:
-        if job.state == "succeeded":
-            return await _stored(runtime, job)
-        if job.state in ("failed", "partial"):
-            await runtime.store.jobs.requeue(job.job_id)
-        run = await run_job(job.job_id, runtime, owner)
+    request_hash = payload.request_hash("grade")
+    if idempotency_key is not None:
+        existing = await runtime.store.jobs.for_key(tenant, idempotency_key)
+        if existing is not None:
+            return await _resume(runtime, owner, existing, payload, request_hash)
+    job = NewJob(job_id=uuid.uuid4().hex, tenant=tenant, kind="grade", payload_json=payload.model_dump_json(),
+                 request_hash=request_hash, idempotency_key=idempotency_key, owner=owner, started_at=utcnow())
+    result = await runtime.grade_alone(job, payload)
+    if result is None:  # a concurrent request with the same key stored its job first: that job is the answer
+        assert idempotency_key is not None
+        existing = await runtime.store.jobs.for_key(tenant, idempotency_key)
+        assert existing is not None
+        return await _resume(runtime, owner, existing, payload, request_hash)
+    assert result.closed is not None
+    grade = result.grade if result.outcome.state == "done" else None
+    return SyncGrade(result.closed, grade, result, grade_json=result.grade_json if grade is not None else None)
+
+
+async def _resume(runtime: GradingRuntime, owner: str, job: JobRecord, payload: JobPayload,
+                  request_hash: str) -> SyncGrade:
+    """The outcome of a request whose idempotency key names `job`."""
+    if job.request_hash != request_hash:
+        raise IdempotencyKeyReusedError(
+            "this Idempotency-Key was already used with a different request", field="Idempotency-Key"
+        )
+    if job.state == "succeeded":
+        return await _stored(runtime, job)
+    if job.state in ("failed", "partial"):
+        await runtime.store.jobs.requeue(job.job_id)
+    run = await run_job(job.job_id, runtime, owner)
     return await _outcome(runtime, job, run)
 
 
@@ -112,4 +142,5 @@ async def _outcome(runtime: GradingRuntime, job: JobRecord, run: JobRun) -> Sync
     item = run.results.get(0)
     if item is None:  # the item was done by an earlier attempt
         return await _stored(runtime, current)
-    return SyncGrade(current, item.grade if item.outcome.state == "done" else None, item)
+    grade = item.grade if item.outcome.state == "done" else None
+    return SyncGrade(current, grade, item, grade_json=item.grade_json if grade is not None else None)

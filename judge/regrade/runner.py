@@ -15,15 +15,15 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pydantic_core import from_json, to_json
+from pydantic_core import from_json
 
-from judge.errors import InputError, JudgeConfigError
-from judge.grading.grader import upstream_down
-from judge.grading.service import GradingService, cache_hit_fields
+from judge.errors import InputError, JudgeConfigError, MalformedDiffError
+from judge.grading.grader import ContentHashes, GradeInput, PreparedGrade, upstream_down
+from judge.grading.service import GradingService, ServedGrade, cache_hit_fields
 from judge.judges.base import Judge
 from judge.judges.llm import LLMJudge
 from judge.judges.registry import build_judge
-from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric
+from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Submission, Task
 from judge.regrade.costing import Budget, Price, RunEstimate, estimate_run, price_for
 from judge.regrade.export import OutputWriter, RunRecord
 from judge.regrade.limiter import UpstreamLimiter, limited_completion
@@ -33,13 +33,17 @@ from judge.regrade.sources import Discovery, RunRef, discover, run_key
 from judge.rubric_loader import load_rubric
 from judge.settings import REPO_ROOT, get_settings
 from judge.store import Store
+from judge.store.grade_reuse import CachedGrade, GradeReuse, with_own_fields
 
 log = logging.getLogger(__name__)
 DEFAULT_TASKS_DIR = REPO_ROOT.parent / "shared" / "data" / "expbench" / "tasks"
 # Runs looked up, copied from the cache or written per store round trip.
 BATCH = 500
 _OPTION_OF = {"judge": "--judge", "api_base": "--api-base", "samples": "--samples"}
-_PARSED_HITS_KEPT = 4096  # parsed cached grades kept for runs that repeat a submission
+_PARSED_HITS_KEPT = 256  # parsed cached grades kept for runs that repeat a submission (each takes ~100 kB)
+# Misses prepared together: their texts go through the encoder in one pass (Grader.prepare_many).
+PREPARE_BATCH = 16
+_Miss = tuple[RunRef, GradeInput, PreparedGrade | MalformedDiffError]
 
 
 def chunks(items: Sequence[RunRef], size: int = BATCH) -> Iterator[Sequence[RunRef]]:
@@ -205,48 +209,62 @@ class Regrader:
         """Record a grade another process stored for this run just now."""
         self._record(ref, text, "graded", count_usage=True)
 
-    def copy_of(self, hit: dict[str, Any], ref: RunRef, submission_id: str) -> tuple[dict[str, Any], str]:
+    def reuse_of(self, hit: dict[str, Any], cached: CachedGrade, ref: RunRef, submission_id: str,
+                 calibration: dict[str, Any]) -> GradeReuse:
         """A cached grade (JSON object) as this run's: same verdicts; ids, time and cost are this run's.
 
-        Done on the JSON object, not the model: a cache hit stays a key look-up, not a re-validation.
+        Done on the JSON object, not the model: a cache hit stays a key look-up, not a re-validation. The store
+        keeps only the run's own fields, pointing at the cached grade (judge/store/grade_reuse.py).
         """
-        copy = {**hit, **cache_hit_fields(hit.get("usage") or {}, submission_id=submission_id, agent=ref.agent,
-                                          run_id=ref.run_id, calibration=self.calibration)}
-        return copy, to_json(copy).decode()
+        own = cache_hit_fields(hit.get("usage") or {}, submission_id=submission_id, agent=ref.agent,
+                               run_id=ref.run_id, calibration=calibration)
+        return GradeReuse(self.keys[ref.run_id], {**hit, **own}, with_own_fields(cached.text, own), own, cached)
+
+    async def _hits_of(self, chunk: Sequence[RunRef]) -> tuple[list[tuple[RunRef, str, str, str]],
+                                                                dict[tuple[str, str], CachedGrade]]:
+        """(run, submission hash, task hash, submission id) of a batch of runs, and the cache entries found."""
+        assert self.store is not None
+        hashed: list[tuple[RunRef, str, str, str]] = []
+        for ref in chunk:
+            if ref.submission_hash is not None and ref.submission_id is not None:
+                hashed.append((ref, ref.submission_hash, self.task_hashes[ref.run_id], ref.submission_id))
+                continue
+            try:
+                submission = await asyncio.to_thread(ref.load_submission)
+            except InputError as exc:
+                self.fail(ref, "input_error", str(exc))
+                continue
+            hashed.append((ref, submission.content_hash(), self.task_hashes[ref.run_id], submission.submission_id))
+        return hashed, await self.store.grades.cached_many(self.digest, [(s, t) for _, s, t, _ in hashed])
 
     async def _from_cache(self, pending: list[RunRef]) -> list[RunRef]:
-        """Copy every pending run whose (submission, task, fingerprint) is in the grade cache; return the rest."""
-        assert self.store is not None
+        """Record every pending run whose (submission, task, fingerprint) is in the grade cache as reusing that
+        grade; return the rest."""
         misses: list[RunRef] = []
         saving: asyncio.Task[None] | None = None
         # Runs that repeat a submission share one cached grade: parse its JSON once, copy it per run
         # (a bounded memo: a parsed grade takes tens of kB).
         parsed: dict[tuple[str, str], dict[str, Any]] = {}
-        for chunk in chunks(pending):
-            hashed: list[tuple[RunRef, str, str, str]] = []
-            for ref in chunk:
-                if ref.submission_hash is not None and ref.submission_id is not None:
-                    hashed.append((ref, ref.submission_hash, self.task_hashes[ref.run_id], ref.submission_id))
-                    continue
-                try:
-                    submission = await asyncio.to_thread(ref.load_submission)
-                except InputError as exc:
-                    self.fail(ref, "input_error", str(exc))
-                    continue
-                hashed.append((ref, submission.content_hash(), self.task_hashes[ref.run_id], submission.submission_id))
-            hits = await self.store.grades.cached_json_many(self.digest, [(s, t) for _, s, t, _ in hashed])
-            copies: list[tuple[RunRef, dict[str, Any], str]] = []
+        calibration = self.calibration.model_dump(mode="json")
+        batches = list(chunks(pending))
+        looking = asyncio.create_task(self._hits_of(batches[0])) if batches else None
+        for index in range(len(batches)):
+            assert looking is not None
+            hashed, hits = await looking
+            # The look-up of the next batch overlaps the copies of this one (and their write, the next batch's).
+            looking = asyncio.create_task(self._hits_of(batches[index + 1])) if index + 1 < len(batches) else None
+            copies: list[tuple[RunRef, GradeReuse]] = []
             for ref, submission_hash, task_hash, submission_id in hashed:
-                text = hits.get((submission_hash, task_hash))
-                if text is None:
+                cached = hits.get((submission_hash, task_hash))
+                if cached is None:
                     misses.append(ref)
                 elif not self.options.dry_run:
                     hit = parsed.get((submission_hash, task_hash))
                     if hit is None:
                         if len(parsed) >= _PARSED_HITS_KEPT:
                             parsed.clear()
-                        hit = parsed[submission_hash, task_hash] = from_json(text)
-                    copies.append((ref, *self.copy_of(hit, ref, submission_id)))
+                        hit = parsed[submission_hash, task_hash] = from_json(cached.text)
+                    copies.append((ref, self.reuse_of(hit, cached, ref, submission_id, calibration)))
                 else:
                     self.counters.cached += 1
                     self.cached_estimates.append(RunEstimate(ref.run_id, status="cached"))
@@ -259,13 +277,12 @@ class Regrader:
             await saving
         return misses
 
-    async def _save_copies(self, copies: list[tuple[RunRef, dict[str, Any], str]]) -> None:
+    async def _save_copies(self, copies: list[tuple[RunRef, GradeReuse]]) -> None:
         assert self.store is not None
-        entries = [(self.keys[ref.run_id], grade, text) for ref, grade, text in copies]
-        saved = await self.store.grades.save_json_many(self.options.tenant, entries, self.digest)
-        for (ref, grade, text), outcome in zip(copies, saved, strict=True):
+        saved = await self.store.grades.save_reuses(self.options.tenant, [r for _, r in copies], self.digest)
+        for (ref, reuse), outcome in zip(copies, saved, strict=True):
             if outcome.created:
-                self._record(ref, text, "cached", count_usage=True, parsed=grade)
+                self._record(ref, reuse.text, "cached", count_usage=True, parsed=reuse.grade)
             else:
                 await self._stored(ref, None, False, "cached")
         self.tick()
@@ -282,57 +299,105 @@ class Regrader:
 
     async def _estimate(self, misses: list[RunRef], discovery: Discovery, price: Price) -> list[RunEstimate]:
         estimates = [RunEstimate(r.run_id, status="done") for r in self.records] + self.cached_estimates
-        for ref in misses:
-            if not isinstance(self.judge, LLMJudge):
-                estimates.append(RunEstimate(ref.run_id))
-                continue
-            try:
-                prepared = await self.service.prepare(discovery.tasks.task(ref.task_key), ref.load_submission())
-            except InputError as exc:
-                self.fail(ref, "input_error", str(exc))
-                continue
-            estimates.append(estimate_run(ref.run_id, self.judge, prepared, price))
+        if not isinstance(self.judge, LLMJudge):
+            return estimates + [RunEstimate(ref.run_id) for ref in misses]
+        for batch in chunks(misses, PREPARE_BATCH):
+            for ref, _, prepared in await self._prepare(batch, discovery):
+                if isinstance(prepared, MalformedDiffError):
+                    self.fail(ref, "input_error", str(prepared))
+                else:
+                    estimates.append(estimate_run(ref.run_id, self.judge, prepared, price))
         return estimates
 
+    async def _prepare(self, batch: Sequence[RunRef], discovery: Discovery) -> list[_Miss]:
+        """The runs of `batch` loaded and prepared together in a worker thread (`Grader.prepare_many`: one
+        encoder pass over all their texts); a run that does not load is failed here and left out."""
+        loaded: list[tuple[RunRef, Task, Submission]] = []
+        for ref in batch:
+            try:
+                # An FML-bench run reads its step snapshots from disk: off the event loop.
+                submission = await asyncio.to_thread(ref.load_submission) if ref.fmlbench else ref.load_submission()
+                loaded.append((ref, discovery.tasks.task(ref.task_key), submission))
+            except InputError as exc:
+                self.fail(ref, "input_error", str(exc))
+        grader = self.service.grader
+
+        def prepare(runs: list[tuple[RunRef, Task, Submission]]) -> list[_Miss]:
+            inputs = [GradeInput(task, submission, hashes=ContentHashes.of(task, submission))
+                      for _, task, submission in runs]
+            return [(run[0], item, ready) for run, item, ready in zip(runs, inputs, grader.prepare_many(inputs),
+                                                                      strict=True)]
+
+        try:
+            return await asyncio.to_thread(prepare, loaded)
+        except Exception:  # a bug in one run: prepare each alone, so only that run fails
+            out: list[_Miss] = []
+            for run in loaded:
+                try:
+                    out += await asyncio.to_thread(prepare, [run])
+                except Exception as exc:
+                    log.exception("preparing %s failed", run[0].run_id)
+                    self.fail(run[0], "internal_error", f"{type(exc).__name__}: {exc}")
+            return out
+
     async def _grade_local(self, misses: list[RunRef], discovery: Discovery) -> None:
-        """Grade the misses on this event loop, `concurrency` runs at a time."""
-        queue = iter(misses)
+        """Grade the misses on this event loop: prepared `PREPARE_BATCH` at a time (the next batch while this
+        one is judged), then judged and stored, `concurrency` runs at a time."""
         price = price_for(getattr(self.judge, "model", None))
+        workers = min(self.options.concurrency, max(len(misses), 1))
+        ready: asyncio.Queue[_Miss | None] = asyncio.Queue(maxsize=PREPARE_BATCH)
+
+        async def produce() -> None:
+            try:
+                for batch in chunks(misses, PREPARE_BATCH):
+                    for miss in await self._prepare(batch, discovery):
+                        await ready.put(miss)
+            finally:
+                for _ in range(workers):
+                    await ready.put(None)
 
         async def work() -> None:
-            for ref in queue:
+            while (miss := await ready.get()) is not None:
                 if self.budget.exhausted:
-                    self.fail(ref, "budget", f"--max-cost {self.options.max_cost} would be exceeded")
+                    self.fail(miss[0], "budget", f"--max-cost {self.options.max_cost} would be exceeded")
                     continue
-                await self._grade_one(ref, discovery, price)
+                await self._grade_one(*miss, price)
                 self.tick()
 
-        await asyncio.gather(*(work() for _ in range(min(self.options.concurrency, max(len(misses), 1)))))
+        await asyncio.gather(produce(), *(work() for _ in range(workers)))
         if self.writer is not None:
             self.writer.flush()
 
-    async def reserve(self, ref: RunRef, discovery: Discovery, price: Price) -> float | None:
-        """Estimate a run and hold its cost in the budget; None when it does not fit (nothing started)."""
+    def _reserve_prepared(self, ref: RunRef, prepared: PreparedGrade, price: Price) -> float | None:
+        """Hold a prepared run's estimated cost in the budget; None when it does not fit (nothing started)."""
         if self.budget.max_cost is None or not isinstance(self.judge, LLMJudge):
             return 0.0
-        prepared = await self.service.prepare(discovery.tasks.task(ref.task_key), ref.load_submission())
         estimate = estimate_run(ref.run_id, self.judge, prepared, price).cost_usd
         if not self.budget.reserve(estimate):
             self.fail(ref, "budget", f"estimated ${estimate:.4f} would exceed --max-cost {self.budget.max_cost}")
             return None
         return estimate
 
-    async def _grade_one(self, ref: RunRef, discovery: Discovery, price: Price) -> None:
+    async def reserve(self, ref: RunRef, discovery: Discovery, price: Price) -> float | None:
+        """Estimate a run and hold its cost in the budget; None when it does not fit (nothing started)."""
+        if self.budget.max_cost is None or not isinstance(self.judge, LLMJudge):
+            return 0.0
+        prepared = await self.service.prepare(discovery.tasks.task(ref.task_key), ref.load_submission())
+        return self._reserve_prepared(ref, prepared, price)
+
+    async def _grade_one(self, ref: RunRef, item: GradeInput, prepared: PreparedGrade | MalformedDiffError,
+                         price: Price) -> None:
         assert self.store is not None
         try:
-            reserved = await self.reserve(ref, discovery, price)
+            if isinstance(prepared, MalformedDiffError):
+                raise prepared
+            reserved = self._reserve_prepared(ref, prepared, price)
             if reserved is None:
                 return
-            task = discovery.tasks.task(ref.task_key)
-            # An FML-bench run reads its step snapshots from disk: off the event loop.
-            submission = await asyncio.to_thread(ref.load_submission) if ref.fmlbench else ref.load_submission()
             try:
-                served = await self.service.grade_miss(task, submission, self.calibration)
+                served = ServedGrade(await self.service.grader.finish(
+                    prepared, item.task, item.submission, hashes=item.hashes, calibration=self.calibration),
+                    from_cache=False)
             finally:
                 self.budget.settle(reserved, 0.0)
         except InputError as exc:

@@ -1,5 +1,11 @@
 """A submission parsed once: diff hunks, design items, conclusion sentences, log and integrity facts.
 
+Parsed once per content, not per grade: `ViewCache` keeps the views of the submissions last graded by
+content hash (bounded by the text they were parsed from), so a submission graded again (another run
+handing in the same output, the leaves of another task over the same repository, calibration cases that
+share a diff) is parsed, scanned for injections and cut into code units once, and what the checks compute
+on it (`SubmissionView.memo`) is shared too.
+
 Also the small text helpers the checks share about requirements (their file references, their text
 without step prefixes) and ground-truth values.
 """
@@ -10,7 +16,9 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +36,8 @@ from judge.text.items import DesignItem, parse_design_items, split_claims
 ALIGN_HUNK_LINES = 40
 _STEP_PREFIX = re.compile(r"^\s*(?:step\s*\d+|final step)\s*[:.)-]\s*", re.IGNORECASE)
 _PATH_REF = re.compile(r"\(?\s*(/?[\w./-]+\.\w+)(?::[\d,\s-]+)?\s*\)?")
+# What a view keeps of the checks' work (one entry per check and query set), least recently used dropped.
+MEMO_ENTRIES = 32
 
 
 def requirement_text(requirement: str) -> str:
@@ -74,6 +84,43 @@ def without_flagged_lines(unit: CodeUnit, flagged: Callable[[str], bool]) -> Cod
     return dataclasses.replace(unit, roles=tuple(roles), executable_lines=tuple(executable), prose_lines=tuple(prose))
 
 
+class BoundedMemo(MutableMapping[Hashable, Any]):
+    """What checks compute once per submission, by key, at most `limit` entries (least recently used dropped).
+
+    A view shared by many grades (`ViewCache`) would otherwise keep one entry per query set ever asked of
+    it (the requirement check memoises its retrieval per set of requirements).
+    """
+
+    def __init__(self, limit: int = MEMO_ENTRIES) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()  # grades in two threads may share a view
+
+    def __getitem__(self, key: Hashable) -> Any:
+        with self._lock:
+            value = self._entries[key]
+            self._entries.move_to_end(key)
+            return value
+
+    def __setitem__(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
+
+    def __delitem__(self, key: Hashable) -> None:
+        with self._lock:
+            del self._entries[key]
+
+    def __iter__(self) -> Iterator[Hashable]:
+        with self._lock:
+            return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 @dataclass
 class SubmissionView:
     """A submission parsed once: diff hunks, design items, conclusion sentences, log facts."""
@@ -86,8 +133,9 @@ class SubmissionView:
     integrity: list[IntegrityFinding]
     injections: list[InjectionFinding] = field(default_factory=list)
     diff_injected: bool = False
-    # What checks compute once per submission and share between `texts_to_embed` and `build_evidence`.
-    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    # What checks compute once per submission and share between `texts_to_embed` and `build_evidence`
+    # (and, the view being shared by content, between grades).
+    memo: BoundedMemo = field(default_factory=BoundedMemo, repr=False, compare=False)
 
     @classmethod
     def build(cls, submission: Submission, *, masked_files: list[str] | None = None) -> SubmissionView:
@@ -156,3 +204,81 @@ class SubmissionView:
             "execution": (execution.logs + "\n" + (execution.reproduce_script or "")) if execution else "",
             "agent_log": sub.agent_log or "",
         }
+
+
+def parsed_chars(submission: Submission) -> int:
+    """How much text a view of `submission` is parsed from (what `ViewCache` bounds)."""
+    design = submission.design
+    execution = submission.execution
+    return (len(submission.diff or "") + len(submission.conclusion or "") + len(submission.agent_log or "")
+            + (len(design) if isinstance(design, str) else 0)
+            + (len(execution.logs) + len(execution.reproduce_script or "") if execution else 0))
+
+
+class ViewCache:
+    """Parsed views by submission content, bounded by the text they were parsed from (least recently used
+    dropped first). Thread-safe; a view is built outside the lock (two threads asking for the same new
+    content may both parse it, and the first one stored is the one both get).
+
+    A view takes about 25 bytes of memory per character it was parsed from once the checks have read it
+    (61 MB for a 2.5 MB repository: hunks, code units, their behaviour, the retrieval index), so the
+    default keeps about 200 MB: three such repositories, or a few hundred EXP-Bench submissions.
+
+    Args:
+        max_chars: Most submission text (`parsed_chars`) of the views kept; a bigger view is built, not kept.
+        max_views: Most views kept.
+    """
+
+    def __init__(self, *, max_chars: int = 8_000_000, max_views: int = 256) -> None:
+        self.max_chars = max_chars
+        self.max_views = max_views
+        self._views: OrderedDict[tuple[str, tuple[str, ...]], tuple[SubmissionView, int]] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.builds = 0
+
+    def view(self, submission: Submission, *, content_key: str,
+             masked_files: list[str] | None = None) -> SubmissionView:
+        """The view of `submission`, whose content hash is `content_key`: kept from an earlier grade of the
+        same content, else built now (`SubmissionView.build`; a malformed diff raises MalformedDiffError)."""
+        key = (content_key, tuple(masked_files or ()))
+        with self._lock:
+            kept = self._views.get(key)
+            if kept is not None:
+                self._views.move_to_end(key)
+                self.hits += 1
+                return kept[0]
+        view = SubmissionView.build(submission, masked_files=masked_files)
+        size = parsed_chars(submission)
+        with self._lock:
+            self.builds += 1
+            kept = self._views.get(key)
+            if kept is not None:
+                return kept[0]
+            if size <= self.max_chars:
+                self._views[key] = (view, size)
+                self._chars += size
+                while self._chars > self.max_chars or len(self._views) > self.max_views:
+                    _, (_, dropped) = self._views.popitem(last=False)
+                    self._chars -= dropped
+        return view
+
+    def clear(self) -> None:
+        """Drop every view."""
+        with self._lock:
+            self._views.clear()
+            self._chars = 0
+
+
+_default_views: ViewCache | None = None
+_default_lock = threading.Lock()
+
+
+def default_view_cache() -> ViewCache:
+    """The process-wide view cache (every grader shares it: a view does not depend on rubric or judge)."""
+    global _default_views
+    with _default_lock:
+        if _default_views is None:
+            _default_views = ViewCache()
+        return _default_views

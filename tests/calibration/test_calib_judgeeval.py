@@ -4,23 +4,29 @@ macro-F1 equal to sklearn's on the same leaves, pooled and per category."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sklearn.metrics import f1_score
 from typer.testing import CliRunner
 
-from calibration.judgeeval import JudgeEvalAdapter, JudgeEvalItem, load_judgeeval
+from calibration.judgeeval import JudgeEvalAdapter, JudgeEvalItem, load_judgeeval, submission_task
 from calibration.judgeeval_report import judgeeval_figures
 from calibration.labelled_sets import load_labelled_set
+from calibration.runner import CaseRunner
 from judge.cli.main import _register_commands, app
 from judge.errors import InputError
+from judge.grading.grader import Grader
+from judge.judges.embedded import EmbeddedJudge
 from judge.rubric_loader import load_rubric
 from judge.settings import get_settings
+from judge.submission.view import ViewCache
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "judgeeval_mini"
 STAGES = {"Code Development": "implementation", "Code Execution": "execution", "Result Analysis": "conclusion"}
@@ -110,13 +116,40 @@ def test_calibrate_prints_judgeeval_macro_f1_as_sklearn_computes_it(tmp_path: Pa
 
 
 def test_an_undecided_leaf_counts_as_0_beside_the_decided_only_figure() -> None:
-    rows = [{"item_id": "a", "category": "Code Development", "reference": 1, "predicted": 1},
-            {"item_id": "b", "category": "Code Development", "reference": 1, "predicted": None},
-            {"item_id": "c", "category": "Result Analysis", "reference": 0, "predicted": 0},
-            {"item_id": "d", "category": "Result Analysis", "reference": None, "predicted": 1}]
+    rows: list[dict[str, Any]] = [
+        {"item_id": "a", "category": "Code Development", "reference": 1, "predicted": 1},
+        {"item_id": "b", "category": "Code Development", "reference": 1, "predicted": None},
+        {"item_id": "c", "category": "Result Analysis", "reference": 0, "predicted": 0},
+        {"item_id": "d", "category": "Result Analysis", "reference": None, "predicted": 1}]
     figures = judgeeval_figures(rows)
     assert figures.overall.leaves == 3 and figures.overall.undecided == 1
     assert figures.overall.macro_f1 == pytest.approx(f1_score([1, 1, 0], [1, 0, 0], average="macro"))
     assert figures.overall.decided_macro_f1 == 1.0
     assert figures.categories["Code Development"].macro_f1 == pytest.approx(
         f1_score([1, 1], [1, 0], average="macro", zero_division=0))
+
+
+def test_each_leaf_gets_the_verdict_of_a_grade_of_its_repository_as_one_task(tmp_path: Path) -> None:
+    """The pipeline is one: calibration prepares each repository's leaves as one task, once, and every item
+    reads the leaf of that grade (`expjudge grade` of `submission_task`) at its requirement and stage."""
+    items, _ = load_labelled_set(_labels(tmp_path))
+    rubric = load_rubric("judgeeval-v1")
+    adapter = JudgeEvalAdapter()
+    leaf = adapter.leaf_for(rubric)
+    cases = [adapter.to_case(item, leaf) for item in items]
+    views = ViewCache()
+    runner = CaseRunner(rubric, EmbeddedJudge(), adapter, progress=False)
+    runner.grader.views = views
+    outcomes, _ = asyncio.run(runner.run(cases))
+    assert views.builds == 2  # two repositories (run-1's folder, run-2's tar), each parsed once for 11 leaves
+    grader = Grader(rubric, EmbeddedJudge(), views=ViewCache())
+    grades = {}
+    for item in items:
+        assert isinstance(item, JudgeEvalItem)
+        if item.group_id not in grades:
+            task, submission = submission_task(item)
+            grades[item.group_id] = {r.leaf_id: r for r in asyncio.run(grader.grade(task, submission)).leaves}
+    for outcome in outcomes:
+        graded = grades[outcome.case.item.group_id][outcome.case.leaf.id]
+        assert (outcome.result.verdict, outcome.result.rationale) == (graded.verdict, graded.rationale)
+        assert outcome.case.leaf.stage == STAGES[outcome.case.item.category or ""]

@@ -89,10 +89,10 @@ class RequirementArgs(CheckArgs):
 
 def _shortlist(view: SubmissionView, queries: list[str]) -> tuple[CodeIndex, Shortlist]:
     key = (_MEMO, tuple(queries))
-    if key not in view.memo:
+    cached: tuple[CodeIndex, Shortlist] | None = view.memo.get(key)  # one look-up: another grade may evict it
+    if cached is None:
         index = CodeIndex(view.code_units, RetrievalConfig())
-        view.memo[key] = (index, index.shortlist(queries))
-    cached: tuple[CodeIndex, Shortlist] = view.memo[key]
+        cached = view.memo[key] = (index, index.shortlist(queries))
     return cached
 
 
