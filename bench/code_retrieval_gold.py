@@ -169,9 +169,9 @@ def main() -> None:
         print(f"  {key:8} {counts[key] / n:.3f}  ({counts[key]}/{counts['citations']}); in diffs of more than "
               f"{_MANY_FILES} files {many[key] / max(1, many['citations']):.3f} ({many[key]}/{many['citations']})")
     print(f"  by chance: file@1 {chance['file@1'] / n:.3f}, unit@5 {chance['unit@5'] / n:.3f}")
-    spans = max(1, counts["spans"])
-    print(f"  gold spans in units {counts['span_in_units'] / spans:.3f}, inside one unit "
-          f"{counts['span_in_one_unit'] / spans:.3f} ({counts['spans']} spans)")
+    span_count = max(1, counts["spans"])
+    print(f"  gold spans in units {counts['span_in_units'] / span_count:.3f}, inside one unit "
+          f"{counts['span_in_one_unit'] / span_count:.3f} ({counts['spans']} spans)")
     print(f"  requirements naming names {counts['with_names']}: cited code holds all "
           f"{counts['names_all_present'] / max(1, counts['with_names']):.3f}")
     print(f"  requirements with near-identical siblings {counts['with_siblings']}: cited code distinguishes "

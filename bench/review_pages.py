@@ -191,8 +191,12 @@ def main() -> None:
             url_next = response.text[response.text.rfind('href="', 0, marker) + 6:response.text.rfind('"', 0, marker)]
             url_next = url_next.replace("&amp;", "&")
 
-    ms = lambda xs: f"median {statistics.median(xs) * 1000:.0f} ms, max {max(xs) * 1000:.0f} ms"  # noqa: E731
-    cpu = lambda xs: f"CPU median {statistics.median(xs) * 1000:.0f} ms"  # noqa: E731
+    def ms(xs: list[float]) -> str:
+        return f"median {statistics.median(xs) * 1000:.0f} ms, max {max(xs) * 1000:.0f} ms"
+
+    def cpu(xs: list[float]) -> str:
+        return f"CPU median {statistics.median(xs) * 1000:.0f} ms"
+
     load = os.getloadavg()[0]
     print(f"store: {store.dialect}, {args.grades} grades x {args.leaves} leaves stored in {stored:.1f} s; "
           f"load average {load:.1f} on {os.cpu_count()} cores (wall times include waiting for a core)")
