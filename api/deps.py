@@ -32,8 +32,9 @@ class Service:
     owner: str
 
 
-def get_service(request: Request) -> Service:
-    """The service the app was started with."""
+async def get_service(request: Request) -> Service:
+    """The service the app was started with (async, so FastAPI calls it in place: a plain function would be run
+    on its thread pool, a hop to another thread and back on every request)."""
     service: Service = request.app.state.service
     return service
 

@@ -27,8 +27,11 @@ Peak memory: the service's peak RSS (VmHWM of its processes) over the whole run.
 Every request grades new content (its own ids and a conclusion sentence of its own), as load_soak does,
 so each grade embeds something new in the service and in the floor alike.
 
+With --alone-only, steps 1-3 are skipped: only step 4's service-side figure (over the judge's own time in the
+service) and peak memory, a small run for a shared machine.
+
 Run: .venv/bin/python bench/service_capacity.py [--judge embedded|llm|both] [--seconds 10] [--half-seconds 30]
-     [--max-concurrency 64] [--profile FILE.prof]
+     [--max-concurrency 64] [--alone 40] [--alone-only] [--profile FILE.prof]
 """
 
 from __future__ import annotations
@@ -355,6 +358,9 @@ def run(kind: str, args: argparse.Namespace, logs: Path, stub_base: str) -> dict
     print(f"[{kind}] judge {judge!r}; service pid {service.pid}", flush=True)
     try:
         asyncio.run(closed_loop(base, key, service.pid, judge, 4, 5.0, warmup=5.0))  # model loaded, pools filled
+        if args.alone_only:
+            return alone_only(kind, judge, service, base, key, args.alone, judge_times,
+                              f"{stub_base}/v1" if kind == "llm" else None)
         levels = saturate(base, key, service.pid, judge, args.seconds, args.max_concurrency)
         best = max(levels, key=lambda lv: lv.rate)
         half = best.rate / 2
@@ -387,8 +393,43 @@ def run(kind: str, args: argparse.Namespace, logs: Path, stub_base: str) -> dict
             "half_cpu_ms": 1000 * half_cpu / len(bodies), "loaded_floor_ms": [x * 1000 for x in loaded_floor]}
 
 
+def alone_only(kind: str, judge: str, service: ChildProcess, base: str, key: str, count: int, judge_times: Path,
+               api_base: str | None) -> dict[str, Any]:
+    """Step 4 alone (`--alone-only`): `count` requests one at a time, each over the judge's own time for it
+    inside the service; the in-process floor is graded before each as in the full run."""
+    alone = [body_for(judge) for _ in range(count)]
+    os.kill(service.pid, signal.SIGUSR1)
+    latencies, floor = asyncio.run(alone_paired(base, key, alone, judge, api_base))
+    judge_ms = [1000 * own for own in judge_times_of(service, judge_times)]
+    assert len(judge_ms) == len(alone), f"{len(judge_ms)} judge calls for {len(alone)} requests"
+    peak_mb = _peak_rss_mb(service.pid)
+    return {"kind": kind, "alone_only": True, "peak_mb": peak_mb, "alone_judge_ms": judge_ms,
+            "alone_floor_ms": [1000 * own for own in floor],
+            "alone_added_ms": [1000 * (lat - own) for lat, own in zip(latencies, floor, strict=True)],
+            "alone_over_judge_ms": [1000 * lat - own for lat, own in zip(latencies, judge_ms, strict=True)]}
+
+
+def report_alone(figures: dict[str, Any]) -> bool:
+    """Print the one-at-a-time figures and peak memory; True when the target (p50) is met."""
+    kind = figures["kind"]
+    alone = figures["alone_added_ms"]
+    print(f"[{kind}] added latency one request at a time ({len(alone)} requests, nothing to wait behind), over "
+          f"its floor graded in-process just before (floor p50 {_percentile(figures['alone_floor_ms'], 0.5):.1f} "
+          f"ms): p50 {_percentile(alone, 0.5):.1f} ms, p99 {_percentile(alone, 0.99):.1f} ms")
+    over = figures["alone_over_judge_ms"]
+    alone_p50 = _percentile(over, 0.5)
+    print(f"[{kind}] added latency one request at a time, over the judge's own time in the service for the same "
+          f"request (Grader.grade, p50 {_percentile(figures['alone_judge_ms'], 0.5):.1f} ms): "
+          f"p50 {alone_p50:.1f} ms, p99 {_percentile(over, 0.99):.1f} ms "
+          f"(target p50 <= 5 ms: {'met' if alone_p50 <= 5 else 'MISSED'})")
+    print(f"[{kind}] service peak RSS (VmHWM, all its processes): {figures['peak_mb']:.0f} MB")
+    return alone_p50 <= 5
+
+
 def report(figures: dict[str, Any]) -> bool:
     """Print one judge's figures next to their floors; True when the target (one at a time, p50) is met."""
+    if figures.get("alone_only"):
+        return report_alone(figures)
     kind, best = figures["kind"], figures["best"]
     floor_cpu = statistics.median(figures["floor_cpu_ms"])
     floor_wall = figures["floor_wall_ms"]
@@ -412,18 +453,7 @@ def report(figures: dict[str, Any]) -> bool:
           f"{figures['half_rate']:.1f}/s): p50 {_percentile(loaded, 0.5):.1f} ms, "
           f"p99 {_percentile(loaded, 0.99):.1f} ms; service p50 - this p50: "
           f"{_percentile(latency, 0.5) - _percentile(loaded, 0.5):.1f} ms")
-    alone = figures["alone_added_ms"]
-    print(f"[{kind}] added latency one request at a time ({len(alone)} requests, nothing to wait behind), over "
-          f"its floor graded in-process just before (floor p50 {_percentile(figures['alone_floor_ms'], 0.5):.1f} "
-          f"ms): p50 {_percentile(alone, 0.5):.1f} ms, p99 {_percentile(alone, 0.99):.1f} ms")
-    over = figures["alone_over_judge_ms"]
-    alone_p50 = _percentile(over, 0.5)
-    print(f"[{kind}] added latency one request at a time, over the judge's own time in the service for the same "
-          f"request (Grader.grade, p50 {_percentile(figures['alone_judge_ms'], 0.5):.1f} ms): "
-          f"p50 {alone_p50:.1f} ms, p99 {_percentile(over, 0.99):.1f} ms "
-          f"(target p50 <= 5 ms: {'met' if alone_p50 <= 5 else 'MISSED'})")
-    print(f"[{kind}] service peak RSS (VmHWM, all its processes): {figures['peak_mb']:.0f} MB")
-    return alone_p50 <= 5
+    return report_alone(figures)
 
 
 def main() -> None:
@@ -433,6 +463,8 @@ def main() -> None:
     parser.add_argument("--half-seconds", type=float, default=30.0, help="seconds of the half-load run")
     parser.add_argument("--max-concurrency", type=int, default=64)
     parser.add_argument("--alone", type=int, default=40, help="requests sent one at a time after the half load")
+    parser.add_argument("--alone-only", action="store_true",
+                        help="skip saturation and half load: only the requests sent one at a time, and peak memory")
     parser.add_argument("--profile", default=None, help="run the service under cProfile, stats to FILE.<judge>.prof")
     args = parser.parse_args()
     command = " ".join([".venv/bin/python", "bench/service_capacity.py", *sys.argv[1:]])

@@ -21,8 +21,9 @@ class StoreAccess(Protocol):
         """Run `fn(connection)` for reading (`point`: a few rows by key)."""
         ...
 
-    async def run_write(self, fn: Callable[[Connection], T]) -> T:
-        """Run `fn(connection)` in a write transaction; its result once committed."""
+    async def run_write(self, fn: Callable[[Connection], T], *, here_when_idle: bool = False) -> T:
+        """Run `fn(connection)` in a write transaction; its result once committed (`here_when_idle`: a short
+        write someone waits for may run on the calling thread when the store's writer is idle)."""
         ...
 
     def write_soon(self, fn: Callable[[Connection], Any]) -> None:

@@ -7,8 +7,10 @@ sqlite_writer.py) and reads to a small thread pool, one hop per read: through ai
 statement is several hops that each wait for the event loop, which under 50 concurrent grades made
 a one-row read take seconds. A point read (a few rows by key: an API key, a cache entry, a job)
 runs on the calling thread instead, on that thread's own connection: the read takes less than the
-hop to a reader thread and back. The URL keeps its `sqlite+aiosqlite://` form; every pool uses the
-standard library's sqlite3 driver underneath.
+hop to a reader thread and back. Likewise a short write someone waits for (a synchronous grade's one
+write) may run on the calling thread when the writer thread is idle (`run_write(here_when_idle=True)`).
+The URL keeps its `sqlite+aiosqlite://` form; every pool uses the standard library's sqlite3 driver
+underneath.
 """
 
 from __future__ import annotations
@@ -126,9 +128,17 @@ class Store:
             read_result: T = await connection.run_sync(fn)
             return read_result
 
-    async def run_write(self, fn: Callable[[Connection], T]) -> T:
-        """Run `fn(connection)` in a transaction (a savepoint of a group commit on SQLite); its result."""
+    async def run_write(self, fn: Callable[[Connection], T], *, here_when_idle: bool = False) -> T:
+        """Run `fn(connection)` in a transaction (a savepoint of a group commit on SQLite); its result.
+
+        `here_when_idle`: on SQLite, when the writer thread has nothing to do, run it at once on the calling thread
+        (a short write that someone waits for: no hop to the writer thread and back); else it is queued as usual.
+        """
         if self._writer is not None:
+            if here_when_idle:
+                done, value = self._writer.write_here(fn)
+                if done:
+                    return value  # type: ignore[return-value]  # T (None only when fn returned None)
             future = self._writer.submit(fn)
             assert future is not None
             result: T = await future

@@ -286,7 +286,7 @@ class JobStore:
             saved, _item = _store_item(connection, job.job_id, 0, outcome, grade)
             return ItemWritten(saved, _record(created))
 
-        return await self._store.run_write(create)
+        return await self._store.run_write(create, here_when_idle=True)
 
     async def for_key(self, tenant: str, idempotency_key: str) -> JobRecord | None:
         """The tenant's job of `idempotency_key`, if any."""

@@ -28,9 +28,9 @@ def counting_writes(store: Store) -> Iterator[list[Callable[..., Any]]]:
     writes: list[Callable[..., Any]] = []
     run_write, write_soon = store.run_write, store.write_soon
 
-    async def counted(fn: Callable[..., Any]) -> Any:
+    async def counted(fn: Callable[..., Any], **options: Any) -> Any:
         writes.append(fn)
-        return await run_write(fn)
+        return await run_write(fn, **options)
 
     def counted_soon(fn: Callable[..., Any]) -> None:
         writes.append(fn)
