@@ -12,9 +12,10 @@ Measured, per backend, in the same process:
     of the run's own fields per run pointing at the cached grade, grades.jsonl, runs.csv, runs.parquet,
     the change report and summary.json), after the judge and rubric are built; min / median / max
     grades/s (target >= 2,000/s), and the peak RSS of the process during each rerun (VmHWM, reset to the
-    RSS at its start; the judge loaded for the set-up is in both) and how far it rose above that start;
+    RSS at its start; the judge loaded for the set-up is in both) and how far it rose above that start,
+    and the CPU time of this process (all its threads; PostgreSQL's own is not in it) beside the load;
   * the floor, 3 times: the same store statements by hand through SQLAlchemy core in the same store,
-    500 runs per statement: the cache look-ups by the same keys (JSON and write time), the re-read of
+    500 runs per statement: the cache look-ups by the same keys (JSON, summary, write time), the re-read of
     the write times in the writing transaction, the inserts of the same narrow rows (the run's own
     fields as JSON) and the look-up of the stored ids; nothing parsed; min / median / max;
   * after the first rerun: every run found by its run id (the listing filtered by run id gives one
@@ -138,16 +139,22 @@ def rss_mb(field: str) -> float:
 
 
 async def timed_rerun(runs: Path, out: Path, url: str, tenant: str) -> tuple[float, int, int, str]:
-    """(seconds, runs cached or done, runs judged again, peak memory) of one rerun."""
+    """(seconds, runs cached or done, runs judged again, peak memory and CPU time) of one rerun."""
     regrader = Regrader(options_for(runs, out, url, tenant))  # judge and rubric set-up is not the rerun
     reset_peak_rss()
     before = rss_mb("VmRSS")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     result = await regrader.run()
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     c = result.counters
     peak = rss_mb("VmHWM")
-    return elapsed, c.cached + c.done, c.graded + c.failed, f"peak RSS {peak:.0f} MB (+{peak - before:.0f} MB)"
+    return (elapsed, c.cached + c.done, c.graded + c.failed,
+            f"peak RSS {peak:.0f} MB (+{peak - before:.0f} MB); this process's CPU {cpu:.2f} s, {load()}")
+
+
+def load() -> str:
+    """The machine's 1-minute load average and core count (the bench shares the machine)."""
+    return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
 
 
 async def check_findable(url: str, tenant: str, out: Path, runs: int) -> str:
@@ -170,14 +177,15 @@ async def check_findable(url: str, tenant: str, out: Path, runs: int) -> str:
     return f"{len(written)} of {runs} runs found by run id, each stored grade equal to the one the rerun wrote"
 
 
-async def floor_copy(url: str, digest: str, keys: list[tuple[str, str]], tenant: str) -> float:
-    """Seconds for the bare store statements of a rerun of `keys` (see the module docstring)."""
+async def floor_copy(url: str, digest: str, keys: list[tuple[str, str]], tenant: str) -> tuple[float, float]:
+    """(seconds, this process's CPU seconds) of the bare store statements of a rerun of `keys` (see the module
+    docstring)."""
     store = Store(url)
     own = to_json(cache_hit_fields({}, submission_id="s", agent=None, run_id="r",
                                    calibration=CalibrationStatus(calibrated=False))).decode()
     try:
         await store.migrate()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for start in range(0, len(keys), BATCH):
             chunk = keys[start : start + BATCH]
 
@@ -205,7 +213,7 @@ async def floor_copy(url: str, digest: str, keys: list[tuple[str, str]], tenant:
                 return len(stored)
 
             assert await store.run_write(write) == len(chunk)
-        return time.perf_counter() - started
+        return time.perf_counter() - started, time.process_time() - cpu
     finally:
         await store.close()
 
@@ -231,10 +239,10 @@ def bench_backend(name: str, url: str, work: Path, tasks: list[Task], runs: int)
               f"{hits / elapsed:7.1f} grades/s (judged again: {again}); {peak}")
         if attempt == 0:
             print(f"  [{name}] findable: {run(check_findable(url, f'rerun-{attempt}', out, runs))}")
-        floor = run(floor_copy(url, digest, keys, f"floor-{attempt}"))
+        floor, cpu = run(floor_copy(url, digest, keys, f"floor-{attempt}"))
         floors.append(len(keys) / floor)
         print(f"  [{name}] floor {attempt + 1}: {len(keys)} bare look-ups + reuse rows in {floor:.2f} s = "
-              f"{len(keys) / floor:7.1f} grades/s")
+              f"{len(keys) / floor:7.1f} grades/s; this process's CPU {cpu:.2f} s, {load()}")
     print(f"[{name}] fully cached rerun of {runs} runs: {spread(rates)}  (target >= 2000)")
     print(f"[{name}] floor (look-ups, write-time check, reuse rows):  {spread(floors)}; "
           f"median rerun / floor = {statistics.median(floors) / statistics.median(rates):.2f}x the floor's time")

@@ -10,16 +10,19 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
 from judge.errors import InputError
+from judge.store.grade_reuse import summary_of_json
 
 GRADES_FILE = "grades.jsonl"
 FAILURES_FILE = "failures.jsonl"
 CSV_FILE = "runs.csv"
 PARQUET_FILE = "runs.parquet"
 _JUDGE_FAILED = ("judge_error", "invalid_judge_output")
+_GRADES_BUFFER = 1 << 20
 STAGES = ("design", "implementation", "execution", "conclusion", "integrity")
 # Scalar process metrics (FML-bench runs; docs/process-metrics.md) written as `process_<name>` columns.
 PROCESS_COLUMNS = (
@@ -91,49 +94,67 @@ class RunRecord:
         Args:
             keep_leaves: Keep each leaf's verdict (a leaf-by-leaf comparison needs them; totals do not).
         """
-        metrics = grade.get("metrics") or {}
-        usage = grade.get("usage") or {}
-        stages = {s["stage"]: s.get("score") for s in grade.get("stages") or []}
-        raw = grade.get("leaves") or []
-        unscored = [leaf.get("reason_code") for leaf in raw if leaf.get("verdict") == "unscored"]
-        leaves = {
-            leaf["leaf_id"]: LeafVerdict(
-                stage=leaf["stage"], verdict=leaf["verdict"], score=leaf.get("score"),
-                reason_code=leaf.get("reason_code"), target=str(leaf.get("target") or "")[:200],
-            )
-            for leaf in raw
-        } if keep_leaves else {}
-        process = grade.get("process")
+        record = cls.from_summary(summary_of_json(grade), grade, run_id=run_id, run_key=run_key, status=status,
+                                  fingerprint=fingerprint, paper_id=paper_id)
+        if keep_leaves:
+            record.leaves = {
+                leaf["leaf_id"]: LeafVerdict(
+                    stage=leaf["stage"], verdict=leaf["verdict"], score=leaf.get("score"),
+                    reason_code=leaf.get("reason_code"), target=str(leaf.get("target") or "")[:200],
+                )
+                for leaf in grade.get("leaves") or []
+            }
+        return record
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any], own: dict[str, Any], *, run_id: str, run_key: str, status: str,
+                     fingerprint: str | None, paper_id: str | None = None,
+                     submission_hash: str | None = None) -> RunRecord:
+        """The record (no leaves) of a grade given as its summary (`judge.store.grade_reuse.grade_summary`) and
+        its top-level fields `own` (the whole grade, or a reuse's own fields): no grade is parsed."""
+        metrics = summary["metrics"]
+        usage = own.get("usage", summary["usage"]) or {}
+        stages = summary["stages"]
+        unscored = summary["unscored_reasons"]
+        total = summary["leaves_total"]
+        process = summary["process"]
         return cls(
-            run_id=run_id, run_key=run_key, status=status, task_id=grade.get("task_id"), paper_id=paper_id,
-            agent=grade.get("agent"), grade_id=grade.get("grade_id"), submission_id=grade.get("submission_id"),
-            submission_hash=grade.get("submission_hash"),
+            run_id=run_id, run_key=run_key, status=status, task_id=own.get("task_id", summary["task_id"]),
+            paper_id=paper_id, agent=own.get("agent"), grade_id=own.get("grade_id"),
+            submission_id=own.get("submission_id"), submission_hash=own.get("submission_hash", submission_hash),
             fingerprint=fingerprint,
             D=metrics.get("D"), I=metrics.get("I"), E=metrics.get("E"), C=metrics.get("C"),
             design_correct=metrics.get("design_correct"),
             implementation_correct=metrics.get("implementation_correct"),
             all_correct=metrics.get("all_correct"), all_correct_executed=metrics.get("all_correct_executed"),
-            overall_score=grade.get("overall_score"),
+            overall_score=summary["overall_score"],
             design_score=stages.get("design"), implementation_score=stages.get("implementation"),
             execution_score=stages.get("execution"), conclusion_score=stages.get("conclusion"),
             integrity_score=stages.get("integrity"),
-            leaves_total=len(raw), leaves_scored=len(raw) - len(unscored), leaves_unscored=len(unscored),
+            leaves_total=total, leaves_scored=total - len(unscored), leaves_unscored=len(unscored),
             leaves_judge_failed=sum(1 for code in unscored if code in _JUDGE_FAILED),
             llm_calls=int(usage.get("llm_calls", 0)), prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)), cost_usd=float(usage.get("cost_usd", 0.0)),
-            cache_hits=int(usage.get("cache_hits", 0)), leaves=leaves,
-            process={name: process.get(name) for name in PROCESS_COLUMNS} if process else None,
+            cache_hits=int(usage.get("cache_hits", 0)),
+            process={name: process.get(name) for name in PROCESS_COLUMNS} if process is not None else None,
         )
 
     def row(self) -> dict[str, Any]:
         """The flat CSV / Parquet row (leaves left out; process metrics as `process_<name>`, empty without)."""
-        process = self.process or {}
-        return {name: getattr(self, name) for name in _ROW_FIELDS} | {
-            f"process_{name}": process.get(name) for name in PROCESS_COLUMNS
-        }
+        return dict(zip(COLUMNS, self.values(), strict=True))
+
+    def values(self) -> tuple[Any, ...]:
+        """`row`'s values in `COLUMNS` order."""
+        process = self.process
+        metrics = tuple(process.get(name) for name in PROCESS_COLUMNS) if process else _NO_PROCESS
+        return (*_row_fields(self), *metrics)
 
 
 _ROW_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("leaves", "process"))
+_row_fields = attrgetter(*_ROW_FIELDS)
+_NO_PROCESS = (None,) * len(PROCESS_COLUMNS)
+COLUMNS = (*_ROW_FIELDS, *(f"process_{name}" for name in PROCESS_COLUMNS))
+"""The columns of runs.csv and runs.parquet, in order."""
 
 
 def make_out_dir(out: Path, *, field: str = "--out") -> None:
@@ -156,13 +177,17 @@ class OutputWriter:
     def __init__(self, out_dir: Path) -> None:
         make_out_dir(out_dir)
         self.out_dir = out_dir
-        self._grades: IO[str] = (out_dir / GRADES_FILE).open("w", encoding="utf-8")
+        # Grades come as UTF-8 bytes (or text) of tens of kB each: a 1 MB buffer writes many per system call.
+        self._grades: IO[bytes] = (out_dir / GRADES_FILE).open("wb", buffering=_GRADES_BUFFER)
         self._failures: IO[str] = (out_dir / FAILURES_FILE).open("w", encoding="utf-8")
         self.grades_written = 0
 
-    def grade(self, grade_json: str) -> None:
-        """One grade, as JSON text on one line."""
-        self._grades.write(grade_json.replace("\n", " ") + "\n")
+    def grade(self, grade_json: str | bytes) -> None:
+        """One grade, as JSON (text, or UTF-8 bytes) on one line."""
+        data = grade_json.encode() if isinstance(grade_json, str) else grade_json
+        # Compact JSON has no line break (one in a string is escaped): the JSON is written as it is, not copied.
+        self._grades.write(data.replace(b"\n", b" ") if b"\n" in data else data)
+        self._grades.write(b"\n")
         self.grades_written += 1
 
     def failure(self, run_id: str, origin: str, code: str, reason: str) -> None:
@@ -186,15 +211,17 @@ def write_tables(records: list[RunRecord], out_dir: Path) -> tuple[Path, Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [r.row() for r in sorted(records, key=lambda r: r.run_id)]
-    columns = [*_ROW_FIELDS, *(f"process_{name}" for name in PROCESS_COLUMNS)]
+    rows = [r.values() for r in sorted(records, key=attrgetter("run_id"))]
     csv_path, parquet_path = out_dir / CSV_FILE, out_dir / PARQUET_FILE
     with csv_path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
+        writer = csv.writer(handle)
+        writer.writerow(COLUMNS)
         writer.writerows(rows)
-    schema = pa.schema([(name, _arrow_type(name)) for name in columns])
-    table = pa.Table.from_pylist(rows, schema=schema)
+    schema = pa.schema([(name, _arrow_type(name)) for name in COLUMNS])
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
+    table = pa.Table.from_arrays([pa.array(values, type=column.type) for values, column in zip(columns, schema,
+                                                                                                 strict=True)],
+                                 schema=schema)
     pq.write_table(table, parquet_path)
     return csv_path, parquet_path
 

@@ -11,18 +11,21 @@ entry is still the one that was read (its `created_at`, read again in the writin
 under a share lock, so a refresh of the same entry waits for the reuse to commit). A reuse whose entry
 changed meanwhile is stored as a full copy instead.
 
+A cache entry carries a summary of its grade (`grade_summary`: scores, metrics, leaf counts, usage) beside its
+text, so a reuse is recorded, and its run reported, without parsing the cached grade.
+
 The review index of a reused grade is not written with it: see judge/store/reuse_index.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_core import from_json, to_json
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import Connection, LargeBinary, bindparam, cast, func, select, update
 
 from judge.store.dialects import on_conflict
 from judge.store.records import SavedGrade
@@ -51,46 +54,109 @@ def full_json(body: str, reuse_json: str | None) -> str:
 
 # A grade's JSON (a pydantic dump: fields in model order) opens with scalar fields up to "task_hash" and ends with
 # calibration, process, usage and created_at; the run's own fields are all among these (see `cache_hit_fields`).
-_HEAD_END = ',"task_hash":'
 _TAIL_KEYS = frozenset({"calibration", "process", "usage", "created_at"})
-_TAIL_START = ',"calibration":{'
-_PROCESS_NONE = ',"process":null,"usage":{'
 
 
-def with_own_fields(body: str, own: dict[str, Any]) -> str:
-    """`body` (a grade's JSON) with `own`'s top-level fields instead of its own: the text a copy would hold.
+@dataclass(frozen=True)
+class _Marks:
+    """Where a grade's JSON is cut, in the type of the JSON (text, or its UTF-8 bytes)."""
+
+    head_end: Any
+    tail_start: Any
+    process_none: Any
+    open: Any
+    close: Any
+    comma: Any
+
+
+_TEXT_MARKS = _Marks(',"task_hash":', ',"calibration":{', ',"process":null,"usage":{', "{", "}", ",")
+_BYTE_MARKS = _Marks(*(mark.encode() for mark in vars(_TEXT_MARKS).values()))
+JsonText = TypeVar("JsonText", str, bytes)
+
+
+def with_own_fields(body: JsonText, own: dict[str, Any]) -> JsonText:
+    """`body` (a grade's JSON, as text or UTF-8 bytes) with `own`'s top-level fields instead of its own: the JSON a
+    copy would hold, of the same type.
 
     A grade is tens of kB of verdicts between a few fields at its head and tail, so only the head and the tail
-    are parsed and written again, and the verdicts in between are kept as text. A cut is taken only where it
+    are parsed and written again, and the verdicts in between are kept as they are. A cut is taken only where it
     can be nowhere but between top-level fields: the head and the tail must each parse alone as an object (a
     cut inside a nested value leaves brackets unbalanced, which the parser refuses), hold exactly the fields
     expected there, and cover every field of `own`. Any other layout (a grade with process metrics, fields in
     another order) is parsed whole.
     """
-    head_end = body.find(_HEAD_END)
-    process = body.rfind(_PROCESS_NONE)
-    tail_start = body.rfind(_TAIL_START, 0, process) if process > 0 else -1
+    text = isinstance(body, str)
+    marks = _TEXT_MARKS if text else _BYTE_MARKS
+
+    def dump(value: Any) -> Any:
+        return to_json(value).decode() if text else to_json(value)
+
+    head_end = body.find(marks.head_end)
+    process = body.rfind(marks.process_none)
+    tail_start = body.rfind(marks.tail_start, 0, process) if process > 0 else -1
     if 0 < head_end < tail_start:
         try:
-            head, tail = from_json(body[:head_end] + "}"), from_json("{" + body[tail_start + 1 :])
+            head, tail = from_json(body[:head_end] + marks.close), from_json(marks.open + body[tail_start + 1 :])
         except ValueError:
             head = tail = None
         if (isinstance(head, dict) and isinstance(tail, dict) and set(tail) == _TAIL_KEYS
                 and own.keys() <= head.keys() | _TAIL_KEYS):
             head.update((key, value) for key, value in own.items() if key in head)
             tail.update((key, value) for key, value in own.items() if key in tail)
-            return to_json(head).decode()[:-1] + body[head_end:tail_start] + "," + to_json(tail).decode()[1:]
+            # One join: a + b + c would copy the tens of kB in between once per +.
+            spliced: JsonText = body[:0].join((dump(head)[:-1], body[head_end:tail_start], marks.comma,
+                                               dump(tail)[1:]))
+            return spliced
     grade = from_json(body)
     grade.update(own)  # the same keys, in place: the key order of a copy
-    return to_json(grade).decode()
+    whole: JsonText = dump(grade)
+    return whole
+
+
+def grade_summary(grade: dict[str, Any], leaves: Iterable[tuple[str, str | None]]) -> dict[str, Any]:
+    """What a reuse of a cached grade needs besides its text, as a JSON object (stored beside the entry).
+
+    Args:
+        grade: The grade's JSON object (its "leaves" are not read, and may be left out).
+        leaves: Each leaf's (verdict, reason code).
+    """
+    process = grade.get("process")
+    verdicts = list(leaves)
+    return {
+        "task_id": grade["task_id"], "rubric_id": grade["fingerprint"]["rubric_id"],
+        "overall_score": grade.get("overall_score"), "metrics": grade.get("metrics") or {},
+        "stages": {stage["stage"]: stage.get("score") for stage in grade.get("stages") or []},
+        "leaves_total": len(verdicts),
+        "unscored_reasons": [reason for verdict, reason in verdicts if verdict == "unscored"],
+        "usage": grade.get("usage") or {},
+        # Only scalar process metrics (curves and per-step data stay in the grade); None without any.
+        "process": {key: value for key, value in process.items() if not isinstance(value, dict | list)}
+        if process else None,
+    }
+
+
+def summary_of_json(grade: dict[str, Any]) -> dict[str, Any]:
+    """`grade_summary` of a grade given as its whole JSON object."""
+    return grade_summary(grade, ((leaf["verdict"], leaf.get("reason_code")) for leaf in grade.get("leaves") or []))
 
 
 @dataclass(frozen=True)
 class CachedGrade:
-    """A grade cache entry as read: its JSON and the time it was written (what a reuse checks is unchanged)."""
+    """A grade cache entry as read: its key, JSON (UTF-8 bytes, as a regrade writes it out: never decoded), the time
+    it was written (what a reuse checks is unchanged) and its summary (`grade_summary`)."""
 
-    text: str
+    submission_hash: str
+    task_hash: str
+    text: bytes
     written_at: datetime
+    summary: dict[str, Any]
+
+
+def cached_grade_of(row: Any) -> CachedGrade:
+    """The entry of a `cached_entries` row (read without `lock`); an entry stored without a summary is parsed."""
+    summary = from_json(row.grade_json) if row.summary_json is None else None
+    return CachedGrade(row.submission_hash, row.task_hash, row.grade_json, row.created_at,
+                       from_json(row.summary_json) if summary is None else summary_of_json(summary))
 
 
 @dataclass(frozen=True)
@@ -99,28 +165,34 @@ class GradeReuse:
 
     Args:
         run_key: The run's key (unique per tenant).
-        grade: The run's grade as a JSON object (the cached one with `own` applied).
-        text: The same as JSON text (stored only if the entry changed and a copy is written instead).
+        text: The run's grade as JSON, UTF-8 bytes (the cached one with `own` applied; stored only if the entry
+            changed and a copy is written instead).
         own: The fields that are the run's (ids, time, calibration status, usage).
         cached: The entry it was made from.
     """
 
     run_key: str
-    grade: dict[str, Any]
-    text: str
+    text: bytes
     own: dict[str, Any]
     cached: CachedGrade
 
 
+def utf8_bytes(connection: Connection, column: Any) -> Any:
+    """`column` (text) read as its UTF-8 bytes: JSON that is only passed on is then neither decoded nor encoded."""
+    if connection.dialect.name == "postgresql":
+        return func.convert_to(column, "UTF8")  # bytea; a CAST would read backslashes as escapes
+    return cast(column, LargeBinary)  # SQLite: CAST(... AS BLOB), the bytes of the (UTF-8) database text
+
+
 def cached_entries(connection: Connection, fingerprint_digest: str, pairs: Sequence[tuple[str, str]],
                    *, lock: bool = False) -> dict[tuple[str, str], Any]:
-    """Rows (submission_hash, task_hash, created_at[, grade_json]) of the cache entries of `pairs` under one
-    fingerprint; with `lock`, only the times, share-locked on PostgreSQL."""
+    """Rows (submission_hash, task_hash, created_at[, grade_json as UTF-8 bytes, summary_json]) of the cache entries
+    of `pairs` under one fingerprint; with `lock`, only the times, share-locked on PostgreSQL."""
     wanted = set(pairs)
     submissions = sorted({submission for submission, _task in wanted})
     columns: list[Any] = [GradeCacheRow.submission_hash, GradeCacheRow.task_hash, GradeCacheRow.created_at]
     if not lock:
-        columns.append(GradeCacheRow.grade_json)
+        columns += [utf8_bytes(connection, GradeCacheRow.grade_json).label("grade_json"), GradeCacheRow.summary_json]
     found: dict[tuple[str, str], Any] = {}
     for start in range(0, len(submissions), CHUNK):
         query = select(*columns).where(GradeCacheRow.fingerprint_digest == fingerprint_digest,
@@ -164,6 +236,22 @@ def _row(tenant: str, run_key: str, grade: dict[str, Any], fingerprint_digest: s
         "overall_score": grade.get("overall_score"), "from_cache": True,
         "cost_usd": float(usage.get("cost_usd", 0.0)), "llm_calls": int(usage.get("llm_calls", 0)),
         "created_at": datetime.fromisoformat(grade["created_at"]), "grade_json": None, "reuse_json": None,
+    }
+
+
+def _reuse_row(tenant: str, reuse: GradeReuse, fingerprint_digest: str) -> dict[str, Any]:
+    """The grades row of a reuse: the entry's summary with the run's own fields (`_row` without the grade)."""
+    own, summary = reuse.own, reuse.cached.summary
+    usage = own.get("usage") or {}
+    return {
+        "grade_id": own["grade_id"], "tenant": tenant, "run_key": reuse.run_key, "job_id": None,
+        "task_id": own.get("task_id", summary["task_id"]), "submission_id": own["submission_id"],
+        "agent": own.get("agent"), "run_id": own.get("run_id"), "task_hash": reuse.cached.task_hash,
+        "submission_hash": reuse.cached.submission_hash, "fingerprint_digest": fingerprint_digest,
+        "rubric_id": summary["rubric_id"], "overall_score": summary["overall_score"], "from_cache": True,
+        "cost_usd": float(usage.get("cost_usd", 0.0)), "llm_calls": int(usage.get("llm_calls", 0)),
+        "created_at": datetime.fromisoformat(own["created_at"]), "grade_json": None,
+        "reuse_json": to_json(own).decode(),
     }
 
 
@@ -212,20 +300,20 @@ def insert_reuses(connection: Connection, tenant: str, reuses: Sequence[GradeReu
     """
     if not reuses:
         return []
-    pairs = [(r.grade["submission_hash"], r.grade["task_hash"]) for r in reuses]
+    pairs = [(r.cached.submission_hash, r.cached.task_hash) for r in reuses]
     current = cached_entries(connection, fingerprint_digest, pairs, lock=True)
     rows, copies = [], []
     for reuse, pair in zip(reuses, pairs, strict=True):
         entry = current.get(pair)
         if entry is None or entry.created_at != reuse.cached.written_at:
             copies.append(reuse)
-            continue
-        row = _row(tenant, reuse.run_key, reuse.grade, fingerprint_digest)
-        row["reuse_json"] = to_json(reuse.own).decode()
-        rows.append(row)
+        else:
+            rows.append(_reuse_row(tenant, reuse, fingerprint_digest))
     stored = _insert(connection, tenant, rows) if rows else {}
-    saved = {row["run_key"]: SavedGrade(grade_id=stored[row["run_key"]],
-                                        created=stored[row["run_key"]] == row["grade_id"]) for row in rows}
-    copied = insert_copies(connection, tenant, [(r.run_key, r.grade, r.text) for r in copies], fingerprint_digest)
+    saved = {row["run_key"]: SavedGrade.model_construct(grade_id=stored[row["run_key"]],  # values of known types
+                                                        created=stored[row["run_key"]] == row["grade_id"])
+             for row in rows}
+    copied = insert_copies(connection, tenant, [(r.run_key, from_json(r.text), r.text.decode()) for r in copies],
+                           fingerprint_digest)
     saved.update({reuse.run_key: outcome for reuse, outcome in zip(copies, copied, strict=True)})
     return [saved[reuse.run_key] for reuse in reuses]

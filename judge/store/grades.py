@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_json
 from sqlalchemy import Connection, func, select
 
 from judge.errors import InputError
@@ -17,7 +18,9 @@ from judge.store.grade_reuse import (
     CachedGrade,
     GradeReuse,
     cached_entries,
+    cached_grade_of,
     full_json,
+    grade_summary,
     insert_copies,
     insert_reuses,
     keep_reused_bodies,
@@ -34,7 +37,7 @@ _CACHE_KEY = ["submission_hash", "task_hash", "fingerprint_digest"]
 # Built once, executed with each row's values: building a statement costs more than running it.
 _INSERT_GRADE = on_conflict(GradeRow, ["tenant", "run_key"]).returning(GradeRow.grade_id)
 _CACHE_GRADE = on_conflict(GradeCacheRow, _CACHE_KEY)
-_RECACHE_GRADE = on_conflict(GradeCacheRow, _CACHE_KEY, ["grade_json", "created_at"])
+_RECACHE_GRADE = on_conflict(GradeCacheRow, _CACHE_KEY, ["grade_json", "summary_json", "created_at"])
 _CACHED = select(GradeCacheRow.grade_json).where(*THIS_ENTRY)
 # Keys per IN (...) list of the bulk look-ups: far under SQLite's and asyncpg's parameter limits.
 BULK_CHUNK = 500
@@ -107,6 +110,8 @@ def cache_grade(connection: Connection, grade: Grade, *, replace: bool, grade_js
         "task_hash": grade.task_hash,
         "fingerprint_digest": grade.fingerprint.digest,
         "grade_json": grade_json if grade_json is not None else grade.model_dump_json(),
+        "summary_json": to_json(grade_summary(grade.model_dump(mode="json", exclude={"leaves"}),
+                                              ((leaf.verdict, leaf.reason_code) for leaf in grade.leaves))).decode(),
         "created_at": utcnow(),
     }
     if replace:
@@ -235,7 +240,7 @@ class GradeStore:
     ) -> dict[tuple[str, str], str]:
         """Bulk `cached`: the cached grade JSON per (submission hash, task hash) under one fingerprint, unparsed."""
         found = await self.cached_many(fingerprint_digest, pairs)
-        return {pair: entry.text for pair, entry in found.items()}
+        return {pair: entry.text.decode() for pair, entry in found.items()}
 
     async def cached_many(
         self, fingerprint_digest: str, pairs: Sequence[tuple[str, str]]
@@ -244,8 +249,8 @@ class GradeStore:
         the time it was written (what `save_reuses` checks)."""
 
         def read(connection: Connection) -> dict[tuple[str, str], CachedGrade]:
-            return {pair: CachedGrade(row.grade_json, row.created_at)
-                    for pair, row in cached_entries(connection, fingerprint_digest, pairs).items()}
+            found = cached_entries(connection, fingerprint_digest, pairs)
+            return {pair: cached_grade_of(row) for pair, row in found.items()}
 
         return await self._store.run_read(read)
 

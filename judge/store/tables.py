@@ -93,7 +93,12 @@ class GradeRow(Base):
 
 
 class GradeCacheRow(Base):
-    """Content-addressed grades: (submission hash, task hash, fingerprint digest) -> grade JSON."""
+    """Content-addressed grades: (submission hash, task hash, fingerprint digest) -> grade JSON.
+
+    `summary_json` holds the few fields a reuse of the entry needs besides its text (scores, metrics, leaf
+    counts, usage: `grade_reuse.grade_summary`), so a cached rerun never parses the grade; NULL for entries
+    written before it (they are parsed when read).
+    """
 
     __tablename__ = "grade_cache"
 
@@ -101,6 +106,7 @@ class GradeCacheRow(Base):
     task_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     fingerprint_digest: Mapped[str] = mapped_column(String(32), primary_key=True)
     grade_json: Mapped[str] = mapped_column(Text)
+    summary_json: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 

@@ -29,14 +29,12 @@ def rerun(app: ReviewApp, owner: str, grade: Grade, run_ids: list[str]) -> list[
     cached = app.call(app.store.grades.cached_many, grade.fingerprint.digest, [pair])[pair]
     reuses = []
     for run_id in run_ids:
-        hit = from_json(cached.text)
-        own = cache_hit_fields(hit["usage"], submission_id=f"sub-{run_id}", agent="rerun-agent", run_id=run_id,
-                               calibration=CalibrationStatus(calibrated=False))
-        copy = {**hit, **own}
-        reuses.append(GradeReuse(f"rerun:{run_id}", copy, to_json(copy).decode(), own, cached))
+        own = cache_hit_fields(cached.summary["usage"], submission_id=f"sub-{run_id}", agent="rerun-agent",
+                               run_id=run_id, calibration=CalibrationStatus(calibrated=False))
+        reuses.append(GradeReuse(f"rerun:{run_id}", to_json({**from_json(cached.text), **own}), own, cached))
     saved = app.call(app.store.grades.save_reuses, owner, reuses, grade.fingerprint.digest)
     assert all(s.created for s in saved)
-    return [Grade.model_validate(reuse.grade) for reuse in reuses]
+    return [Grade.model_validate_json(reuse.text) for reuse in reuses]
 
 
 def test_a_reused_grade_is_found_by_run_id_and_read_whole_as_the_runs(app: ReviewApp) -> None:

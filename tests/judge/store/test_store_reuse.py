@@ -9,26 +9,25 @@ from typing import Any
 
 import pytest
 from pydantic_core import from_json, to_json
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, update
 
 from judge.grading.service import cache_hit_fields
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint
+from judge.regrade.export import RunRecord
 from judge.store import GradeFilter, Store
-from judge.store.grade_reuse import CachedGrade, GradeReuse, with_own_fields
+from judge.store.grade_reuse import CachedGrade, GradeReuse, summary_of_json, with_own_fields
 from judge.store.migrate import downgrade_on, head_revision, upgrade_on
 from judge.store.review_records import ReviewFilter
-from judge.store.tables import GradeRow, ReviewLeafRow
+from judge.store.tables import GradeCacheRow, GradeRow, ReviewLeafRow
 from tests.judge.store.conftest import make_grade, tenant
 from tests.judge.store.test_store_labels import leaves, who
 
 
 def reuse(cached: CachedGrade, run_id: str) -> GradeReuse:
     """What a regrade's cache hit hands the store (as judge/regrade/runner.py builds it)."""
-    hit = from_json(cached.text)
-    own = cache_hit_fields(hit["usage"], submission_id=f"sub-{run_id}", agent="agent-x", run_id=run_id,
+    own = cache_hit_fields(cached.summary["usage"], submission_id=f"sub-{run_id}", agent="agent-x", run_id=run_id,
                            calibration=CalibrationStatus(calibrated=False))
-    grade = {**hit, **own}
-    return GradeReuse(f"key:{run_id}", grade, to_json(grade).decode(), own, cached)
+    return GradeReuse(f"key:{run_id}", with_own_fields(cached.text, own), own, cached)
 
 
 async def cached_of(store: Store, grade: Grade) -> CachedGrade:
@@ -60,23 +59,23 @@ async def test_a_reuse_is_a_row_of_the_runs_own_fields_and_reads_back_as_the_run
     reuses = [reuse(cached, f"run-{i}") for i in range(3)]
     saved = await store.grades.save_reuses(owner, reuses, fingerprint.digest)
     assert [s.created for s in saved] == [True] * 3
-    assert [s.grade_id for s in saved] == [r.grade["grade_id"] for r in reuses]
+    assert [s.grade_id for s in saved] == [r.own["grade_id"] for r in reuses]
     again = await store.grades.save_reuses(owner, [reuse(cached, "run-0")], fingerprint.digest)
     assert again[0].grade_id == saved[0].grade_id and not again[0].created  # a run key keeps its grade
     for item in reuses:
-        grade_json, reuse_json, index_rows = await stored_row(store, item.grade["grade_id"])
+        grade_json, reuse_json, index_rows = await stored_row(store, item.own["grade_id"])
         assert grade_json is None and reuse_json is not None and len(reuse_json) < len(cached.text) / 4
         assert index_rows == 0  # the review index is not written with the reuse
-        expected = Grade.model_validate(item.grade)
-        stored = await store.grades.get(owner, item.grade["grade_id"])
+        expected = Grade.model_validate_json(item.text)
+        stored = await store.grades.get(owner, item.own["grade_id"])
         assert stored == expected and stored.grade_id != from_json(cached.text)["grade_id"]
-        assert (stored.run_id, stored.submission_id, stored.usage.llm_calls) == (item.grade["run_id"],
-                                                                                 item.grade["submission_id"], 0)
-        found = await store.grades.list_page(owner, GradeFilter(run_id=item.grade["run_id"]))
-        assert [s.grade_id for s in found.items] == [item.grade["grade_id"]] and found.items[0].from_cache
+        assert (stored.run_id, stored.submission_id, stored.usage.llm_calls) == (item.own["run_id"],
+                                                                                 item.own["submission_id"], 0)
+        found = await store.grades.list_page(owner, GradeFilter(run_id=item.own["run_id"]))
+        assert [s.grade_id for s in found.items] == [item.own["grade_id"]] and found.items[0].from_cache
         by_key = await store.grades.json_for_run_keys(owner, [item.run_key])
         assert Grade.model_validate_json(by_key[item.run_key]) == expected
-    assert await store.grades.get(tenant(), reuses[0].grade["grade_id"]) is None  # another tenant's
+    assert await store.grades.get(tenant(), reuses[0].own["grade_id"]) is None  # another tenant's
 
 
 async def test_a_refreshed_cache_entry_leaves_the_grades_that_reused_it_as_they_were(
@@ -89,13 +88,13 @@ async def test_a_refreshed_cache_entry_leaves_the_grades_that_reused_it_as_they_
     await store.grades.save_reuses(owner, [kept], fingerprint.digest)
     refreshed = first.model_copy(update={"overall_score": 12.5, "leaves": leaves(2)})
     await store.grades.put_cached(refreshed, replace=True)
-    assert await store.grades.get(owner, kept.grade["grade_id"]) == Grade.model_validate(kept.grade)
+    assert await store.grades.get(owner, kept.own["grade_id"]) == Grade.model_validate_json(kept.text)
     # A reuse read before the refresh and written after it is stored as the copy it read, with index rows.
     [saved] = await store.grades.save_reuses(owner, [late], fingerprint.digest)
     assert saved.created
-    grade_json, reuse_json, index_rows = await stored_row(store, late.grade["grade_id"])
+    grade_json, reuse_json, index_rows = await stored_row(store, late.own["grade_id"])
     assert grade_json is not None and reuse_json is None and index_rows == 4
-    assert await store.grades.get(owner, late.grade["grade_id"]) == Grade.model_validate(late.grade)
+    assert await store.grades.get(owner, late.own["grade_id"]) == Grade.model_validate_json(late.text)
     fresh = await store.grades.cached_many(fingerprint.digest, [(first.submission_hash, first.task_hash)])
     [now] = fresh.values()
     [current] = await store.grades.save_reuses(owner, [reuse(now, "run-now")], fingerprint.digest)
@@ -114,30 +113,30 @@ async def test_the_review_index_covers_reused_grades_once_per_content_and_labels
     await store.grades.save_reuses(owner, [*same, alone], fingerprint.digest)
     ann = who(owner, "ann")
     queue = await store.review.queue(ann, include_unscored=True)
-    first = same[0].grade["grade_id"]
+    first = same[0].own["grade_id"]
     assert sorted((item.grade_id, item.leaf_id) for item in queue.items) == sorted(
-        [(first, f"requirement.{i}") for i in range(5)] + [(alone.grade["grade_id"], f"requirement.{i}")
+        [(first, f"requirement.{i}") for i in range(5)] + [(alone.own["grade_id"], f"requirement.{i}")
                                                            for i in range(3)])
-    assert [(await stored_row(store, r.grade["grade_id"]))[2] for r in same] == [5, 0, 0]  # once per content
+    assert [(await stored_row(store, r.own["grade_id"]))[2] for r in same] == [5, 0, 0]  # once per content
     listing = await store.review.list_grades(owner, ReviewFilter())
     assert {row.grade_id: row.n_leaves for row in listing.items} == {
-        **{r.grade["grade_id"]: 5 for r in same}, alone.grade["grade_id"]: 3}
+        **{r.own["grade_id"]: 5 for r in same}, alone.own["grade_id"]: 3}
 
-    covered = same[2].grade["grade_id"]
+    covered = same[2].own["grade_id"]
     written = await store.labels.set_label(ann, covered, "requirement.1", "pass", "seen")
     assert written is not None and written.label.grade_id == covered and written.label.label == "pass"
     for item in same:
-        labels = await store.labels.of_grade(owner, item.grade["grade_id"])
+        labels = await store.labels.of_grade(owner, item.own["grade_id"])
         assert [(lab.grade_id, lab.leaf_id, lab.label) for lab in labels] == [
-            (item.grade["grade_id"], "requirement.1", "pass")]
-    history = await store.labels.history(ann, same[1].grade["grade_id"], "requirement.1")
-    assert [(e.grade_id, e.label) for e in history] == [(same[1].grade["grade_id"], "pass")]
+            (item.own["grade_id"], "requirement.1", "pass")]
+    history = await store.labels.history(ann, same[1].own["grade_id"], "requirement.1")
+    assert [(e.grade_id, e.label) for e in history] == [(same[1].own["grade_id"], "pass")]
     assert await store.labels.set_label(ann, covered, "requirement.9", "pass") is None  # no such leaf
     assert await store.labels.of_grade(tenant(), covered) == []  # another tenant sees nothing
     # A reuse stored after the label is covered by the same index rows and so carries the label too.
     late = reuse(same[0].cached, "same-late")
     await store.grades.save_reuses(owner, [late], fingerprint.digest)
-    labels = await store.labels.of_grade(owner, late.grade["grade_id"])
+    labels = await store.labels.of_grade(owner, late.own["grade_id"])
     assert [(lab.leaf_id, lab.label) for lab in labels] == [("requirement.1", "pass")]
 
 
@@ -155,15 +154,15 @@ async def test_the_downgrade_turns_reused_grades_back_into_copies_with_index_row
         assert await store.run_write(lambda c: downgrade_on(c, "0003")) == "0003"
         for item in reuses:
             # The schema of 0003 has no reuse columns: read only what it has.
-            def read(connection: Connection, grade_id: str = item.grade["grade_id"]) -> tuple[str | None, int]:
+            def read(connection: Connection, grade_id: str = item.own["grade_id"]) -> tuple[str | None, int]:
                 query = select(GradeRow.grade_json).where(GradeRow.grade_id == grade_id)
                 return connection.execute(query).scalar_one(), index_rows(connection, grade_id)
 
             text, rows = await store.run_read(read)
             assert text is not None and rows == 4
-            assert Grade.model_validate_json(text) == Grade.model_validate(item.grade)
+            assert Grade.model_validate_json(text) == Grade.model_validate_json(item.text)
         assert await store.run_write(upgrade_on) == head_revision()
-        assert await store.grades.get(owner, reuses[1].grade["grade_id"]) == Grade.model_validate(reuses[1].grade)
+        assert await store.grades.get(owner, reuses[1].own["grade_id"]) == Grade.model_validate_json(reuses[1].text)
     finally:
         await store.close()
 
@@ -198,3 +197,28 @@ def test_a_grade_with_its_own_fields_is_spliced_where_the_layout_allows_and_pars
     parsed_sizes.clear()
     assert from_json(with_own_fields(reordered, own)) == {**from_json(reordered), **own}
     assert max(parsed_sizes) == len(reordered)  # another layout: parsed whole
+
+
+async def test_a_cache_entry_carries_the_summary_a_reuse_reports_from_and_an_entry_without_one_is_parsed(
+    store: Store, fingerprint: JudgeFingerprint
+) -> None:
+    graded = leaves(10)
+    graded[4] = graded[4].model_copy(update={"reason_code": "judge_error"})
+    process = {"steps_run": 4, "test_status": "ok", "curve": [1.0, 2.0], "auc_over_steps": 0.5}
+    grade = make_grade(fingerprint, leaves=graded, process=process)
+    cached = await cached_of(store, grade)
+    assert cached.summary == summary_of_json(from_json(grade.model_dump_json()))
+    assert cached.summary["process"] == {"steps_run": 4, "test_status": "ok", "auc_over_steps": 0.5}
+    own = reuse(cached, "run-summary").own
+    # The run's record from the summary is the one its whole grade gives (the cached grade is not parsed).
+    record = RunRecord.from_summary(cached.summary, own, run_id="r", run_key="k", status="cached", fingerprint="f",
+                                    submission_hash=grade.submission_hash)
+    whole = RunRecord.from_grade({**from_json(cached.text), **own}, run_id="r", run_key="k", status="cached",
+                                 fingerprint="f", keep_leaves=False)
+    assert record == whole and (record.leaves_unscored, record.leaves_judge_failed) == (2, 1)
+    assert record.process is not None and record.process["steps_run"] == 4
+    # An entry cached before summaries were stored has none: it is parsed when read.
+    key = (GradeCacheRow.submission_hash == grade.submission_hash, GradeCacheRow.task_hash == grade.task_hash)
+    await store.run_write(lambda c: c.execute(update(GradeCacheRow).where(*key).values(summary_json=None)))
+    pair = (grade.submission_hash, grade.task_hash)
+    assert (await store.grades.cached_many(fingerprint.digest, [pair]))[pair] == cached

@@ -5,6 +5,10 @@
 whose review index rows stand for a reused grade (NULL until the review index covers it, see
 judge/store/reuse_index.py). Grades stored before this revision are all full grades: nothing to fill.
 
+`grade_cache.summary_json` holds the fields a reuse needs besides the entry's text (see
+`judge.store.grade_reuse.grade_summary`), so a cached rerun parses no cached grade; entries cached before this
+revision have none and are parsed when read.
+
 The downgrade turns every reused grade back into a full copy (body and own fields merged) with review index
 rows of its own, as the schema before expects of every grade.
 
@@ -39,10 +43,14 @@ def upgrade() -> None:
         batch.add_column(sa.Column("review_grade_id", sa.String(64), nullable=True))
     op.create_index("ix_grades_review_pending", "grades", ["tenant"], sqlite_where=sa.text(REVIEW_PENDING),
                     postgresql_where=sa.text(REVIEW_PENDING))
+    with op.batch_alter_table("grade_cache") as batch:
+        batch.add_column(sa.Column("summary_json", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
     _copy_reused_grades()
+    with op.batch_alter_table("grade_cache") as batch:
+        batch.drop_column("summary_json")
     op.drop_index("ix_grades_review_pending", table_name="grades")
     with op.batch_alter_table("grades") as batch:
         batch.drop_column("review_grade_id")
