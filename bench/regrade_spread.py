@@ -6,13 +6,19 @@ The stub upstream answers after --latency-ms (500 ms). At 64 and 256 requests in
     spread over the same number of processes (the fair floor of a spread regrade);
   - the full regrade through Celery workers (`expjudge worker`, --workers processes, each with in flight /
     workers threads on one event loop) and a Redis broker, PostgreSQL as the shared store: calls/s counted at
-    the stub in the steady middle of the run (the first 20% and the last 15% of the wall time are left out:
-    workers filling up, the last jobs draining) and over the whole run, grades/s, and the CPU per upstream
-    call of the grading processes (workers + the coordinating regrade);
-  - the CPU-bound ceiling: cores / that CPU per call, the most calls/s this machine's cores can pay for.
+    the stub in the steady middle of the run (see "steady" below) and over the whole run, grades/s, and the
+    CPU per upstream call (and per grade) of the grading processes (workers + the coordinating regrade);
+  - the same regrade spread over --workers local processes (`RegradeOptions.processes`,
+    judge/regrade/process_pool.py: no broker, no job rows; a SQLite store), distinct runs, from cold children
+    (forked from a fork server that imports the grading stack once; their start-up is in the whole-run figures);
+  - the CPU-bound ceiling: cores / that CPU per call, the most calls/s this machine's cores can pay for;
+  - the peak memory (RSS) of the grading processes (coordinator + workers or children, the stub left out).
+"Steady" is the middle of the span in which calls were made (first call to the end of the run, its first 20%
+and last 15% left out: workers or children filling up, the last runs draining).
 Rounds are not repeated: compare only figures of one run (the machine's speed swings ~2x).
 
-Reproduce:  .venv/bin/python bench/regrade_spread.py [--latency-ms 500] [--workers 2] [--runs 400] [--seconds 8]
+Reproduce:  .venv/bin/python bench/regrade_spread.py [--latency-ms 500] [--workers 2] [--runs 180] [--seconds 8]
+            [--modes celery,processes]
 """
 
 from __future__ import annotations
@@ -153,11 +159,17 @@ class Workers:
 
 
 class StubSampler:
-    """Polls the stub's request counter every 0.25 s, to read a rate over any part of a run."""
+    """Polls the stub's request counter every 0.25 s, to read a rate over any part of a run, and the memory of
+    this process and its children (the stub's process `skip_pid` left out)."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, skip_pid: int | None = None) -> None:
         self.base = base
+        self.skip_pid = skip_pid
+        self.peak_rss = 0
+        self.final_cpu = 0.0
         self.samples: list[tuple[float, int]] = []
+        self.cpu: list[float] = []  # CPU seconds of this process and its descendants (the stub left out) so far
+        self._seen: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -165,8 +177,46 @@ class StubSampler:
         with httpx.Client(timeout=10) as client:
             while not self._stop.is_set():
                 count = int(client.get(f"{self.base}/_stub/stats").json().get("requests", 0))
+                rss, cpu = self._usage()
                 self.samples.append((time.perf_counter(), count))
+                self.cpu.append(cpu)
+                self.peak_rss = max(self.peak_rss, rss)
                 self._stop.wait(0.25)
+
+    def _usage(self) -> tuple[int, float]:
+        """RSS now and CPU so far of this process and its descendants; a descendant that ended keeps the CPU it
+        was last seen with (the regrade's children are a fork server's, not reaped by this process; up to one
+        sampling interval of a child's last work is missed)."""
+        me = psutil.Process()
+        times = me.cpu_times()
+        rss = me.memory_info().rss
+        for child in me.children(recursive=True):
+            if child.pid != self.skip_pid:
+                try:
+                    rss += child.memory_info().rss
+                    times_of = child.cpu_times()
+                    self._seen[child.pid] = times_of.user + times_of.system
+                except psutil.Error:
+                    continue
+        return int(rss), times.user + times.system + sum(self._seen.values())
+
+    def steady_cpu_ms(self, started: float, ended: float) -> float:
+        """CPU ms per call of the grading processes over the steady span (`steady_rate`'s)."""
+        base = next((c for t, c in self.samples if t >= started), 0)
+        first = next((t for t, c in self.samples if t >= started and c > base), started)
+        span = ended - first
+        inside = [i for i, (t, _c) in enumerate(self.samples) if first + 0.2 * span <= t <= ended - 0.15 * span]
+        if len(inside) < 2:
+            return float("nan")
+        calls = self.samples[inside[-1]][1] - self.samples[inside[0]][1]
+        return 1000 * (self.cpu[inside[-1]] - self.cpu[inside[0]]) / max(calls, 1)
+
+    def steady_rate(self, started: float, ended: float) -> float:
+        """Calls/s in the middle of the span from the first call after `started` to `ended` (see the docstring)."""
+        base = next((c for t, c in self.samples if t >= started), 0)
+        first = next((t for t, c in self.samples if t >= started and c > base), started)
+        span = ended - first
+        return self.rate(first + 0.2 * span, ended - 0.15 * span)
 
     def __enter__(self) -> StubSampler:
         self._thread.start()
@@ -175,6 +225,10 @@ class StubSampler:
     def __exit__(self, *_exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self.final_cpu = self._usage()[1]
+
+    def first_cpu(self) -> float:
+        return self.cpu[0] if self.cpu else self.final_cpu
 
     def rate(self, start: float, end: float) -> float:
         """Requests per second between two perf_counter times (nearest samples)."""
@@ -211,7 +265,7 @@ def postgres_cpu_seconds() -> float:
 
 
 def spread_regrade(base: str, lines: list[dict[str, Any]], warm: list[dict[str, Any]], in_flight: int,
-                   workers: int, db_url: str, broker: str, work: Path) -> dict[str, float]:
+                   workers: int, db_url: str, broker: str, work: Path, stub_pid: int) -> dict[str, float]:
     """One regrade of `lines` over `workers` Celery worker processes with `in_flight` jobs at once."""
     env = offline_env(EXPJUDGE_DATABASE_URL=db_url, EXPJUDGE_BROKER_URL=broker, EXPJUDGE_LLM_API_BASE=f"{base}/v1",
                       EXPJUDGE_LLM_API_KEY="sk-stub")
@@ -225,7 +279,7 @@ def spread_regrade(base: str, lines: list[dict[str, Any]], warm: list[dict[str, 
         before_calls = stub_requests(base)
         worker_cpu, own_cpu, machine = pool.cpu_seconds(), time.process_time(), busy_cores_seconds()
         database = postgres_cpu_seconds()
-        with StubSampler(base) as sampler:
+        with StubSampler(base, stub_pid) as sampler:
             started = time.perf_counter()
             result = asyncio.run(_regrade(runs, work / f"out-{in_flight}", db_url, broker, in_flight))
             ended = time.perf_counter()
@@ -238,65 +292,116 @@ def spread_regrade(base: str, lines: list[dict[str, Any]], warm: list[dict[str, 
     wall = ended - started
     return {
         "calls": calls, "wall": wall, "grades": result.counters.graded, "failed": result.counters.failed,
-        "steady_rate": sampler.rate(started + 0.2 * wall, ended - 0.15 * wall), "whole_rate": calls / wall,
+        "steady_rate": sampler.steady_rate(started, ended), "whole_rate": calls / wall,
+        "steady_cpu_ms": sampler.steady_cpu_ms(started, ended),
         "cpu_ms": 1000 * (worker_cpu + own_cpu) / max(calls, 1), "worker_cpu_ms": 1000 * worker_cpu / max(calls, 1),
         "grading_cores": (worker_cpu + own_cpu) / wall, "machine_cores": machine / wall,
-        "postgres_ms": 1000 * database / max(calls, 1),
+        "postgres_ms": 1000 * database / max(calls, 1), "peak_rss_mb": sampler.peak_rss / 2**20,
     }
+
+
+def process_regrade(base: str, lines: list[dict[str, Any]], in_flight: int, processes: int, work: Path,
+                    stub_pid: int) -> dict[str, float]:
+    """One regrade of `lines` over `processes` local child processes (`RegradeOptions.processes`), SQLite store."""
+    runs = write(work / f"proc-runs-{in_flight}.jsonl", lines)
+    options = RegradeOptions(paths=[runs], out_dir=work / f"out-proc-{in_flight}", judge=MODEL, api_base=f"{base}/v1",
+                             concurrency=in_flight, processes=processes,
+                             database_url=f"sqlite+aiosqlite:///{work / f'proc-{in_flight}.db'}",
+                             settings=Settings(llm_api_key="sk-stub"))
+    before_calls = stub_requests(base)
+    own, machine = time.process_time(), busy_cores_seconds()
+    with StubSampler(base, stub_pid) as sampler:
+        started = time.perf_counter()
+        result = asyncio.run(Regrader(options).run())
+        ended = time.perf_counter()
+    own = time.process_time() - own
+    children = sampler.final_cpu - sampler.first_cpu() - own  # the fork server's children, sampled
+    machine = busy_cores_seconds() - machine
+    calls = stub_requests(base) - before_calls
+    wall = ended - started
+    return {
+        "calls": calls, "wall": wall, "grades": result.counters.graded, "failed": result.counters.failed,
+        "steady_rate": sampler.steady_rate(started, ended), "whole_rate": calls / wall,
+        "steady_cpu_ms": sampler.steady_cpu_ms(started, ended),
+        "cpu_ms": 1000 * (children + own) / max(calls, 1), "worker_cpu_ms": 1000 * children / max(calls, 1),
+        "grading_cores": (children + own) / wall, "machine_cores": machine / wall,
+        "peak_rss_mb": sampler.peak_rss / 2**20,
+    }
+
+
+def _print_regrade(label: str, m: dict[str, float], ideal: float, spread: float, cores: int) -> None:
+    ceiling = cores / (m["cpu_ms"] / 1000)
+    print(f"  {label:<38}{m['steady_rate']:7.1f} calls/s steady = {m['steady_rate'] / ideal:.3f} of ideal, "
+          f"{m['steady_rate'] / max(spread, 1e-9):.3f} of bare litellm over as many processes; "
+          f"{m['whole_rate']:.1f} calls/s over the whole run")
+    print(f"    CPU-bound ceiling {ceiling:7.1f} calls/s = {cores} cores / {m['cpu_ms']:.1f} CPU ms per call (workers "
+          f"{m['worker_cpu_ms']:.1f}); regrade at {m['steady_rate'] / ceiling:.3f} of it; peak memory "
+          f"{m['peak_rss_mb']:.0f} MB (grading processes)")
+    per_grade = m["calls"] / max(m["grades"], 1)  # upstream calls per grade (response-cache hits make fewer)
+    print(f"    steady span: {m['steady_cpu_ms']:.1f} CPU ms per call = ~{m['steady_cpu_ms'] * per_grade:.1f} "
+          f"per grade "
+          f"({per_grade:.2f} calls per grade; grading processes; whole run {m['cpu_ms']:.1f} per call, start-up "
+          f"included) -> ceiling {cores / (m['steady_cpu_ms'] / 1000):.1f} calls/s")
+    postgres = f"; PostgreSQL used {m['postgres_ms']:.1f} CPU ms per call" if "postgres_ms" in m else ""
+    print(f"    grades/s {m['grades'] / m['wall']:6.1f} ({m['grades']:.0f} graded, {m['failed']:.0f} failed, "
+          f"{m['calls']:.0f} calls in {m['wall']:.1f}s); cores busy: {m['machine_cores']:.2f} of {cores} in all, "
+          f"{m['grading_cores']:.2f} of them grading{postgres}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--latency-ms", type=float, default=500.0)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="worker processes")
-    parser.add_argument("--runs", type=int, default=400,
-                        help=f"distinct runs graded per in-flight level (at most {864 // 2 - WARM} for two levels)")
+    parser.add_argument("--runs", type=int, default=180,
+                        help=f"distinct runs graded per in-flight level and mode (at most {864 // 4 - WARM} for "
+                             "two levels and two modes)")
     parser.add_argument("--seconds", type=float, default=8.0, help="measured window of the bare litellm floors")
     parser.add_argument("--levels", default="64,256", help="in-flight levels, comma-separated")
+    parser.add_argument("--modes", default="celery,processes", help="celery and/or processes, comma-separated")
     args = parser.parse_args()
     levels = [int(level) for level in args.levels.split(",")]
+    modes = [mode for mode in args.modes.split(",") if mode]
     latency = args.latency_ms / 1000.0
     cores = os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix="regrade-spread-"))
     stub, base = start_openai_stub(work, "--latency-ms", f"{args.latency_ms:g}")
     stub_proc = psutil.Process(stub.pid)
-    # Per level: WARM runs that warm fresh workers up (embeddings of the tasks' texts, imports), then the runs.
-    lines = run_lines((WARM + args.runs) * len(levels), "spread")
+    # Per level and mode: WARM runs that warm fresh workers up (embeddings of the tasks' texts, imports), then
+    # the runs; every mode grades runs of its own (another mode's would be grade-cache hits).
+    lines = run_lines((WARM + args.runs) * len(levels) * len(modes), "spread")
     print(f"stub latency {args.latency_ms:g} ms; {args.workers} worker processes; {cores} cores")
     try:
         with scratch_database() as db_url, scratch_redis("expjudge-spread-bench", highest=13) as broker:
-            for number, in_flight in enumerate(levels):
+            slot = 0
+            for in_flight in levels:
                 ideal = in_flight / latency
                 one, one_cpu = bare_litellm(f"{base}/v1", in_flight, 1, args.seconds)
                 spread, spread_cpu = bare_litellm(f"{base}/v1", in_flight, args.workers, args.seconds)
-                stub_cpu = sum(stub_proc.cpu_times()[:2])
-                before = stub_requests(base)
-                first = (WARM + args.runs) * number
-                warm, level = lines[first : first + WARM], lines[first + WARM : first + WARM + args.runs]
-                m = spread_regrade(base, level, warm, in_flight, args.workers, db_url, broker, work)
-                stub_ms = 1000 * (sum(stub_proc.cpu_times()[:2]) - stub_cpu) / max(stub_requests(base) - before, 1)
-                ceiling = cores / (m["cpu_ms"] / 1000)
                 print(f"[{in_flight:>3} in flight] ideal {ideal:6.1f} calls/s")
                 print(f"  bare litellm, one event loop          {one:7.1f} calls/s = {one / ideal:.3f} of ideal "
                       f"({one_cpu:.2f} CPU ms per call)")
                 print(f"  bare litellm, {args.workers} processes           {spread:7.1f} calls/s = "
                       f"{spread / ideal:.3f} of ideal ({spread_cpu:.2f} CPU ms per call)")
-                print(f"  full regrade, {args.workers} Celery workers      {m['steady_rate']:7.1f} calls/s steady = "
-                      f"{m['steady_rate'] / ideal:.3f} of ideal, {m['steady_rate'] / max(spread, 1e-9):.3f} of bare "
-                      f"litellm over {args.workers} processes; {m['whole_rate']:.1f} calls/s over the whole run")
-                print(f"  CPU-bound ceiling                     {ceiling:7.1f} calls/s = {cores} cores / "
-                      f"{m['cpu_ms']:.1f} CPU ms per call (workers {m['worker_cpu_ms']:.1f}); regrade at "
-                      f"{m['steady_rate'] / ceiling:.3f} of it; the stub used {stub_ms:.2f} CPU ms per call")
-                print(f"  grades/s {m['grades'] / m['wall']:6.1f} ({m['grades']:.0f} graded, {m['failed']:.0f} "
-                      f"failed, {m['calls']:.0f} calls in {m['wall']:.1f}s)")
-                print(f"  cores busy during the regrade: {m['machine_cores']:.2f} of {cores} in all, "
-                      f"{m['grading_cores']:.2f} of them grading (workers + coordinator); PostgreSQL used "
-                      f"{m['postgres_ms']:.1f} CPU ms per call; the rest: the stub, Redis and whatever else runs "
-                      f"on this machine")
+                for mode in modes:
+                    first = (WARM + args.runs) * slot
+                    slot += 1
+                    warm, level = lines[first : first + WARM], lines[first + WARM : first + WARM + args.runs]
+                    stub_cpu = sum(stub_proc.cpu_times()[:2])
+                    before = stub_requests(base)
+                    if mode == "celery":
+                        m = spread_regrade(base, level, warm, in_flight, args.workers, db_url, broker, work,
+                                           stub.pid)
+                        label = f"full regrade, {args.workers} Celery workers"
+                    else:
+                        m = process_regrade(base, level, in_flight, args.workers, work, stub.pid)
+                        label = f"full regrade, {args.workers} local processes"
+                    stub_ms = 1000 * (sum(stub_proc.cpu_times()[:2]) - stub_cpu) / max(stub_requests(base) - before, 1)
+                    _print_regrade(label, m, ideal, spread, cores)
+                    print(f"    the stub used {stub_ms:.2f} CPU ms per call")
     finally:
         stub.stop()
     print(f"reproduce: {REPRODUCE} --latency-ms {args.latency_ms:g} --workers {args.workers} --runs {args.runs} "
-          f"--seconds {args.seconds:g} --levels {args.levels}")
+          f"--seconds {args.seconds:g} --levels {args.levels} --modes {args.modes}")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,11 @@ def regrade_command(
     rpm: Annotated[int | None, typer.Option("--rpm", min=1, help="LLM requests per minute at most.")] = None,
     tpm: Annotated[int | None, typer.Option("--tpm", min=1, help="LLM tokens per minute at most.")] = None,
     workers: Annotated[str, typer.Option("--workers", help="local (this process) or celery.")] = "local",
+    processes: Annotated[int, typer.Option(
+        "--processes", min=1,
+        help="With --workers local: child processes that grade the misses (each takes its share of --concurrency, "
+             "--rpm, --tpm and --max-cost; starting one costs ~5 s, so it pays on large regrades)."),
+    ] = 1,
     database_url: Annotated[
         str | None, typer.Option("--database-url", help="Store URL (default: EXPJUDGE_DATABASE_URL).")
     ] = None,
@@ -162,7 +167,7 @@ def regrade_command(
             dry_run=dry_run, max_cost=max_cost, concurrency=concurrency, rpm=rpm, tpm=tpm,
             workers="celery" if workers == "celery" else "local", database_url=database_url, api_base=api_base,
             compare_fingerprint=compare_fingerprint, tenant=tenant, run_filter=run_filter,
-            reference_repos=reference_repos,
+            reference_repos=reference_repos, processes=processes,
         )
         bar = RichProgress(console)
         regrader = Regrader(options, progress=bar)

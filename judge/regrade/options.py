@@ -31,6 +31,8 @@ class RegradeOptions:
     rpm: int | None = None
     tpm: int | None = None
     workers: Literal["local", "celery"] = "local"
+    # With workers="local": child processes grading the misses (judge/regrade/process_pool.py); 1: this one alone.
+    processes: int = 1
     database_url: str | None = None
     api_base: str | None = None
     compare_fingerprint: str | None = None

@@ -40,7 +40,6 @@ DEFAULT_TASKS_DIR = REPO_ROOT.parent / "shared" / "data" / "expbench" / "tasks"
 # Runs looked up, copied from the cache or written per store round trip.
 BATCH = 500
 _OPTION_OF = {"judge": "--judge", "api_base": "--api-base", "samples": "--samples"}
-_PARSED_HITS_KEPT = 256  # parsed cached grades kept for runs that repeat a submission (each takes ~100 kB)
 # Misses prepared together: their texts go through the encoder in one pass (Grader.prepare_many).
 PREPARE_BATCH = 16
 _Miss = tuple[RunRef, GradeInput, PreparedGrade | MalformedDiffError]
@@ -63,6 +62,8 @@ class Regrader:
     def __init__(self, options: RegradeOptions, progress: ProgressSink | None = None) -> None:
         if options.concurrency < 1:
             raise InputError("must be at least 1", field="--concurrency")
+        if options.processes < 1:
+            raise InputError("must be at least 1", field="--processes")
         self.options = options
         self.progress = progress
         self.settings = options.settings or get_settings()
@@ -139,6 +140,10 @@ class Regrader:
                 # a worker on another machine may not see (and they make no LLM call to spread out).
                 await grade_on_celery(self, [r for r in misses if r.fmlbench is None], discovery)
                 await self._grade_local([r for r in misses if r.fmlbench is not None], discovery)
+            elif options.processes > 1:  # spread over this machine's cores (judge/regrade/process_pool.py)
+                from judge.regrade.process_pool import grade_in_processes
+
+                await grade_in_processes(self, misses, discovery, self.calibration)
             else:
                 await self._grade_local(misses, discovery)
             result.stopped_by_budget = self.budget.exhausted
@@ -166,11 +171,12 @@ class Regrader:
             self.tick()
         return pending
 
-    def _record(self, ref: RunRef, text: str, status: str, *, count_usage: bool,
-                parsed: dict[str, Any] | None = None) -> RunRecord:
-        record = RunRecord.from_grade(parsed if parsed is not None else from_json(text), run_id=ref.run_id,
-                                      run_key=self.keys[ref.run_id], status=status, fingerprint=self.digest,
-                                      paper_id=ref.paper_id, keep_leaves=bool(self.options.compare_fingerprint))
+    def _record(self, ref: RunRef, text: str | bytes, status: str, *, count_usage: bool,
+                record: RunRecord | None = None) -> RunRecord:
+        if record is None:
+            record = RunRecord.from_grade(from_json(text), run_id=ref.run_id, run_key=self.keys[ref.run_id],
+                                          status=status, fingerprint=self.digest, paper_id=ref.paper_id,
+                                          keep_leaves=bool(self.options.compare_fingerprint))
         self.records.append(record)
         if self.writer is not None:
             self.writer.grade(text)
@@ -209,16 +215,16 @@ class Regrader:
         """Record a grade another process stored for this run just now."""
         self._record(ref, text, "graded", count_usage=True)
 
-    def reuse_of(self, hit: dict[str, Any], cached: CachedGrade, ref: RunRef, submission_id: str,
-                 calibration: dict[str, Any]) -> GradeReuse:
-        """A cached grade (JSON object) as this run's: same verdicts; ids, time and cost are this run's.
+    def reuse_of(self, cached: CachedGrade, ref: RunRef, submission_id: str, calibration: dict[str, Any]) -> GradeReuse:
+        """A cached grade as this run's: same verdicts; ids, time and cost are this run's.
 
-        Done on the JSON object, not the model: a cache hit stays a key look-up, not a re-validation. The store
-        keeps only the run's own fields, pointing at the cached grade (judge/store/grade_reuse.py).
+        Done on the entry's text and summary: a cache hit stays a key look-up, the cached grade is neither parsed
+        nor validated. The store keeps only the run's own fields, pointing at the cached grade
+        (judge/store/grade_reuse.py).
         """
-        own = cache_hit_fields(hit.get("usage") or {}, submission_id=submission_id, agent=ref.agent,
+        own = cache_hit_fields(cached.summary["usage"], submission_id=submission_id, agent=ref.agent,
                                run_id=ref.run_id, calibration=calibration)
-        return GradeReuse(self.keys[ref.run_id], {**hit, **own}, with_own_fields(cached.text, own), own, cached)
+        return GradeReuse(self.keys[ref.run_id], with_own_fields(cached.text, own), own, cached)
 
     async def _hits_of(self, chunk: Sequence[RunRef]) -> tuple[list[tuple[RunRef, str, str, str]],
                                                                 dict[tuple[str, str], CachedGrade]]:
@@ -242,9 +248,6 @@ class Regrader:
         grade; return the rest."""
         misses: list[RunRef] = []
         saving: asyncio.Task[None] | None = None
-        # Runs that repeat a submission share one cached grade: parse its JSON once, copy it per run
-        # (a bounded memo: a parsed grade takes tens of kB).
-        parsed: dict[tuple[str, str], dict[str, Any]] = {}
         calibration = self.calibration.model_dump(mode="json")
         batches = list(chunks(pending))
         looking = asyncio.create_task(self._hits_of(batches[0])) if batches else None
@@ -259,12 +262,7 @@ class Regrader:
                 if cached is None:
                     misses.append(ref)
                 elif not self.options.dry_run:
-                    hit = parsed.get((submission_hash, task_hash))
-                    if hit is None:
-                        if len(parsed) >= _PARSED_HITS_KEPT:
-                            parsed.clear()
-                        hit = parsed[submission_hash, task_hash] = from_json(cached.text)
-                    copies.append((ref, self.reuse_of(hit, cached, ref, submission_id, calibration)))
+                    copies.append((ref, self.reuse_of(cached, ref, submission_id, calibration)))
                 else:
                     self.counters.cached += 1
                     self.cached_estimates.append(RunEstimate(ref.run_id, status="cached"))
@@ -282,7 +280,10 @@ class Regrader:
         saved = await self.store.grades.save_reuses(self.options.tenant, [r for _, r in copies], self.digest)
         for (ref, reuse), outcome in zip(copies, saved, strict=True):
             if outcome.created:
-                self._record(ref, reuse.text, "cached", count_usage=True, parsed=reuse.grade)
+                record = None if self.options.compare_fingerprint else RunRecord.from_summary(  # leaves: parsed
+                    reuse.cached.summary, reuse.own, run_id=ref.run_id, run_key=reuse.run_key, status="cached",
+                    fingerprint=self.digest, paper_id=ref.paper_id, submission_hash=reuse.cached.submission_hash)
+                self._record(ref, reuse.text, "cached", count_usage=True, record=record)
             else:
                 await self._stored(ref, None, False, "cached")
         self.tick()

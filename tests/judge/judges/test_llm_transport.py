@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import typing
 from datetime import UTC, datetime
+from unittest import mock
 
 import httpx
 import pytest
@@ -163,6 +165,34 @@ def test_the_answer_model_is_wrapped_for_instructor_once() -> None:
     assert instructor_model(MODEL) is wrapped  # no new class (nor schema) per request
     assert issubclass(wrapped, MODEL) and issubclass(wrapped, ResponseSchema)
     assert wrapped.model_json_schema() == answer_schema(MODEL)  # the tool the model sees is unchanged
+
+
+def test_instructor_checks_a_model_for_async_validators_once_and_still_refuses_one_that_has_them() -> None:
+    from instructor.v2.core import patch as instructor_patch
+    from instructor.v2.validation import async_validators
+    from pydantic import BaseModel
+
+    from judge.judges.llm_transport import check_response_models_once, instructor_model
+
+    check_response_models_once()
+    reject = async_validators.reject_async_validators
+    assert vars(instructor_patch)["reject_async_validators"] is reject  # the name instructor's patch calls too
+    wrapped = instructor_model(build_answer_model({"L1": ("pass", "fail"), "L9": ("pass", "fail")}))
+    with mock.patch("instructor.v2.validation.async_validators.get_origin", wraps=typing.get_origin) as walk:
+        reject(wrapped)
+        first = walk.call_count
+        reject(wrapped)
+        assert first > 0 and walk.call_count == first  # walked once, then remembered
+
+    class Checked(BaseModel):
+        value: int
+
+        def check(self) -> None: ...
+
+    setattr(Checked.check, async_validators.ASYNC_VALIDATOR_KEY, True)
+    for _ in range(2):  # a refusal is never remembered as a pass
+        with pytest.raises(ValueError, match="async validators"):
+            reject(Checked)
 
 
 async def test_answers_are_instances_of_the_answer_model() -> None:
