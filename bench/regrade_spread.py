@@ -289,15 +289,8 @@ def spread_regrade(base: str, lines: list[dict[str, Any]], warm: list[dict[str, 
     finally:
         pool.stop()
     calls = stub_requests(base) - before_calls
-    wall = ended - started
-    return {
-        "calls": calls, "wall": wall, "grades": result.counters.graded, "failed": result.counters.failed,
-        "steady_rate": sampler.steady_rate(started, ended), "whole_rate": calls / wall,
-        "steady_cpu_ms": sampler.steady_cpu_ms(started, ended),
-        "cpu_ms": 1000 * (worker_cpu + own_cpu) / max(calls, 1), "worker_cpu_ms": 1000 * worker_cpu / max(calls, 1),
-        "grading_cores": (worker_cpu + own_cpu) / wall, "machine_cores": machine / wall,
-        "postgres_ms": 1000 * database / max(calls, 1), "peak_rss_mb": sampler.peak_rss / 2**20,
-    }
+    figures = _regrade_figures(result, sampler, calls, (started, ended), worker_cpu, own_cpu, machine)
+    return {**figures, "postgres_ms": 1000 * database / max(calls, 1)}
 
 
 def process_regrade(base: str, lines: list[dict[str, Any]], in_flight: int, processes: int, work: Path,
@@ -318,13 +311,20 @@ def process_regrade(base: str, lines: list[dict[str, Any]], in_flight: int, proc
     children = sampler.final_cpu - sampler.first_cpu() - own  # the fork server's children, sampled
     machine = busy_cores_seconds() - machine
     calls = stub_requests(base) - before_calls
+    return _regrade_figures(result, sampler, calls, (started, ended), children, own, machine)
+
+
+def _regrade_figures(result: Any, sampler: StubSampler, calls: int, span: tuple[float, float], worker_cpu: float,
+                     own_cpu: float, machine: float) -> dict[str, float]:
+    """The figures of one spread regrade: rates, CPU per call (workers' and this process's), cores, peak RSS."""
+    started, ended = span
     wall = ended - started
     return {
         "calls": calls, "wall": wall, "grades": result.counters.graded, "failed": result.counters.failed,
         "steady_rate": sampler.steady_rate(started, ended), "whole_rate": calls / wall,
         "steady_cpu_ms": sampler.steady_cpu_ms(started, ended),
-        "cpu_ms": 1000 * (children + own) / max(calls, 1), "worker_cpu_ms": 1000 * children / max(calls, 1),
-        "grading_cores": (children + own) / wall, "machine_cores": machine / wall,
+        "cpu_ms": 1000 * (worker_cpu + own_cpu) / max(calls, 1), "worker_cpu_ms": 1000 * worker_cpu / max(calls, 1),
+        "grading_cores": (worker_cpu + own_cpu) / wall, "machine_cores": machine / wall,
         "peak_rss_mb": sampler.peak_rss / 2**20,
     }
 
