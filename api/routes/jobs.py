@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from api.deps import ServiceDep, TenantDep
 from api.errors import NotFound
 from api.schemas import JobItemView, JobProgressView, JobUsageView, JobView, Links
+from judge.store.records import progress_of
 
 router = APIRouter(tags=["jobs"])
 
@@ -18,7 +19,7 @@ async def get_job(job_id: str, service: ServiceDep, tenant: TenantDep) -> JobVie
     if job is None:
         raise NotFound(f"no job {job_id!r}", field="job_id")
     items = await service.store.jobs.items(job_id)
-    progress = await service.store.jobs.progress(job_id, job.total)
+    progress = progress_of(items, job.total)  # from the same read: a done item is always among the results
     results = [
         JobItemView(
             index=item.index,

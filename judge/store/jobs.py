@@ -316,7 +316,8 @@ class JobStore:
         ]
 
     async def progress(self, job_id: str, total: int) -> JobProgress:
-        """Items done and failed so far and their summed usage."""
+        """Items done and failed so far and their summed usage (one aggregate query; a caller that has read the
+        items already takes `progress_of` them instead, so both come from one snapshot)."""
         query = (
             select(
                 JobItemRow.state,
@@ -389,3 +390,4 @@ class JobStore:
         query = select(JobRow.state, func.count()).where(JobRow.state.in_(("queued", "running"))).group_by(JobRow.state)
         rows = await self._store.run_read(lambda c: list(c.execute(query).all()))
         return {state: int(count) for state, count in rows}
+

@@ -146,3 +146,19 @@ class CalibrationRecord(BaseModel):
     macro_f1_ci: tuple[float, float] | None = None
     report: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
+
+def progress_of(items: list[JobItemRecord], total: int) -> JobProgress:
+    """`JobStore.progress` computed from items read already: counts and usage of the same read, so a view that
+    shows both never says an item is done that its list of results does not hold."""
+    progress = JobProgress(total=total)
+    for item in items:
+        if item.state == "done":
+            progress.done += 1
+        else:
+            progress.failed += 1
+        progress.llm_calls += item.llm_calls
+        progress.prompt_tokens += item.prompt_tokens
+        progress.completion_tokens += item.completion_tokens
+        progress.cost_usd += item.cost_usd
+        progress.cache_hits += item.cache_hits
+    return progress

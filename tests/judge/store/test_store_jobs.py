@@ -7,6 +7,7 @@ import uuid
 from datetime import timedelta
 
 from judge.store import ItemOutcome, Store
+from judge.store.records import progress_of
 from tests.judge.store.conftest import tenant
 
 STALE = timedelta(seconds=90)
@@ -70,6 +71,7 @@ async def test_item_outcomes_count_once_and_done_never_reverts(store: Store) -> 
     assert abs(progress.cost_usd - 0.01) < 1e-12
     items = await store.jobs.items(job_id)
     assert [(i.index, i.state, i.grade_id) for i in items] == [(0, "done", "g0"), (1, "done", "g1")]
+    assert progress_of(items, 3) == progress  # what the job view computes from the items it shows
 
 
 async def test_restarted_runner_releases_what_its_predecessor_held(store: Store) -> None:
