@@ -30,8 +30,15 @@ so each grade embeds something new in the service and in the floor alike.
 With --alone-only, steps 1-3 are skipped: only step 4's service-side figure (over the judge's own time in the
 service) and peak memory, a small run for a shared machine.
 
+--http and --loop are passed to `expjudge serve` (auto: httptools and uvloop when installed), to compare them.
+With --profile, the service's event-loop thread runs under cProfile over the requests sent one at a time, timed
+in that thread's CPU time (wall time would charge whatever function runs when a busy machine preempts it).
+Step 4 also prints the service's CPU per request outside the judge (all its threads; the judge's own share timed
+around `Grader.grade`): unlike the added latency, it hardly moves with the machine's load.
+
 Run: .venv/bin/python bench/service_capacity.py [--judge embedded|llm|both] [--seconds 10] [--half-seconds 30]
-     [--max-concurrency 64] [--alone 40] [--alone-only] [--profile FILE.prof]
+     [--max-concurrency 64] [--alone 40] [--alone-only] [--profile FILE.prof] [--http auto|httptools|h11]
+     [--loop auto|uvloop|asyncio]
 """
 
 from __future__ import annotations
@@ -286,45 +293,53 @@ async def judge_floor(bodies: list[bytes], judge_spec: str, api_base: str | None
 JUDGE_TIMER = """
 import json, signal, sys, time
 from judge.grading.grader import Grader
-judge_seconds = []
+judge_seconds, judge_cpu, since = [], [], [time.process_time()]
 _grade = Grader.grade
 async def timed_grade(self, *args, **kwargs):
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         return await _grade(self, *args, **kwargs)
     finally:
         judge_seconds.append(time.perf_counter() - started)
+        judge_cpu.append(time.process_time() - cpu)
 Grader.grade = timed_grade
-signal.signal(signal.SIGUSR1, lambda *_: judge_seconds.clear())
+def forget():
+    judge_seconds.clear(); judge_cpu.clear(); since[0] = time.process_time()
+signal.signal(signal.SIGUSR1, lambda *_: forget())
 def dump(*_):
     with open({out!r} + ".part", "w") as handle:
-        json.dump(judge_seconds, handle)
+        json.dump({{"wall": judge_seconds, "cpu": judge_cpu, "cpu_total": time.process_time() - since[0]}}, handle)
     import os
     os.replace({out!r} + ".part", {out!r})
 signal.signal(signal.SIGUSR2, dump)
 """
 
 
-def start_timed_service(logs: Path, env: dict[str, str], judge_times: Path,
-                        profile: Path | None) -> tuple[ChildProcess, str]:
-    """`expjudge serve` whose judge (`Grader.grade`) times each call: SIGUSR1 forgets the times, SIGUSR2 writes
-    them to `judge_times` (JSON seconds, in call order); with `profile`, under cProfile too (written when the
-    service stops on SIGTERM)."""
+def start_timed_service(logs: Path, env: dict[str, str], judge_times: Path, profile: Path | None,
+                        http: str = "auto", loop: str = "auto") -> tuple[ChildProcess, str]:
+    """`expjudge serve --http <http> --loop <loop>` whose judge (`Grader.grade`) times each call: SIGUSR1 forgets
+    the times, SIGUSR2 writes them to `judge_times` (JSON seconds, in call order); with `profile`, under cProfile
+    too (its main thread, the event loop's; SIGUSR1 forgets the profile too; written when the service stops on
+    SIGTERM)."""
     port = free_port()
     launcher = logs / f"timed_serve_{port}.py"
+    stack = [*(["--http", http] if http != "auto" else []), *(["--loop", loop] if loop != "auto" else [])]
     profiled = (
         "import cProfile\n"
-        "profiler = cProfile.Profile()\n"
+        "profiler = cProfile.Profile(time.thread_time)\n"
         "def stop(*_):\n"
         f"    profiler.disable(); profiler.dump_stats({str(profile)!r}); sys.exit(0)\n"
         "signal.signal(signal.SIGTERM, stop)\n"
+        "def reset(*_):\n"  # the profile covers what the judge times cover: the measured requests only
+        "    forget(); profiler.clear()\n"
+        "signal.signal(signal.SIGUSR1, reset)\n"
         "profiler.enable()\n"
     ) if profile is not None else ""
     launcher.write_text(
         JUDGE_TIMER.format(out=str(judge_times)) + profiled
         + "from judge.cli.main import main\n"
         + f"sys.argv = ['expjudge', 'serve', '--host', '{LOOPBACK}', '--port', '{port}', '--no-access-log',\n"
-        "            '--log-level', 'warning']\n"
+        f"            '--log-level', 'warning', *{stack!r}]\n"
         "main()\n"
     )
     child = ChildProcess([sys.executable, str(launcher)], {**env, "PYTHONPATH": str(REPO)},
@@ -338,11 +353,17 @@ def start_timed_service(logs: Path, env: dict[str, str], judge_times: Path,
 
 def judge_times_of(service: ChildProcess, path: Path) -> list[float]:
     """The judge's own seconds per grade since the last reset, from the timed service."""
+    return judge_record_of(service, path)["wall"]
+
+
+def judge_record_of(service: ChildProcess, path: Path) -> dict[str, Any]:
+    """Since the last reset, from the timed service: the judge's own wall ("wall") and process CPU ("cpu")
+    seconds per grade, and the service process's CPU seconds in all ("cpu_total")."""
     path.unlink(missing_ok=True)
     os.kill(service.pid, signal.SIGUSR2)
     wait_until(path.exists, 30, "the service's judge times")
-    times: list[float] = json.loads(path.read_text(encoding="utf-8"))
-    return times
+    record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return record
 
 
 def run(kind: str, args: argparse.Namespace, logs: Path, stub_base: str) -> dict[str, Any]:
@@ -354,8 +375,8 @@ def run(kind: str, args: argparse.Namespace, logs: Path, stub_base: str) -> dict
     key = asyncio.run(_create_key(database_url))
     judge_times = logs / f"judge-times-{kind}.json"
     profile = Path(args.profile).with_suffix(f".{kind}.prof") if args.profile else None
-    service, base = start_timed_service(logs, env, judge_times, profile)
-    print(f"[{kind}] judge {judge!r}; service pid {service.pid}", flush=True)
+    service, base = start_timed_service(logs, env, judge_times, profile, args.http, args.loop)
+    print(f"[{kind}] judge {judge!r}; service pid {service.pid}, --http {args.http} --loop {args.loop}", flush=True)
     try:
         asyncio.run(closed_loop(base, key, service.pid, judge, 4, 5.0, warmup=5.0))  # model loaded, pools filled
         if args.alone_only:
@@ -400,10 +421,13 @@ def alone_only(kind: str, judge: str, service: ChildProcess, base: str, key: str
     alone = [body_for(judge) for _ in range(count)]
     os.kill(service.pid, signal.SIGUSR1)
     latencies, floor = asyncio.run(alone_paired(base, key, alone, judge, api_base))
-    judge_ms = [1000 * own for own in judge_times_of(service, judge_times)]
+    record = judge_record_of(service, judge_times)
+    judge_ms = [1000 * own for own in record["wall"]]
     assert len(judge_ms) == len(alone), f"{len(judge_ms)} judge calls for {len(alone)} requests"
     peak_mb = _peak_rss_mb(service.pid)
+    outside_cpu_ms = 1000 * (record["cpu_total"] - sum(record["cpu"])) / len(alone)
     return {"kind": kind, "alone_only": True, "peak_mb": peak_mb, "alone_judge_ms": judge_ms,
+            "alone_outside_cpu_ms": outside_cpu_ms, "alone_judge_cpu_ms": [1000 * own for own in record["cpu"]],
             "alone_floor_ms": [1000 * own for own in floor],
             "alone_added_ms": [1000 * (lat - own) for lat, own in zip(latencies, floor, strict=True)],
             "alone_over_judge_ms": [1000 * lat - own for lat, own in zip(latencies, judge_ms, strict=True)]}
@@ -422,6 +446,10 @@ def report_alone(figures: dict[str, Any]) -> bool:
           f"request (Grader.grade, p50 {_percentile(figures['alone_judge_ms'], 0.5):.1f} ms): "
           f"p50 {alone_p50:.1f} ms, p99 {_percentile(over, 0.99):.1f} ms "
           f"(target p50 <= 5 ms: {'met' if alone_p50 <= 5 else 'MISSED'})")
+    if "alone_outside_cpu_ms" in figures:  # CPU, unlike wall time, hardly moves with the machine's load
+        print(f"[{kind}] service CPU per request one at a time outside the judge (all its threads): "
+              f"{figures['alone_outside_cpu_ms']:.2f} ms; the judge's own CPU p50 "
+              f"{_percentile(figures['alone_judge_cpu_ms'], 0.5):.1f} ms")
     print(f"[{kind}] service peak RSS (VmHWM, all its processes): {figures['peak_mb']:.0f} MB")
     return alone_p50 <= 5
 
@@ -466,6 +494,8 @@ def main() -> None:
     parser.add_argument("--alone-only", action="store_true",
                         help="skip saturation and half load: only the requests sent one at a time, and peak memory")
     parser.add_argument("--profile", default=None, help="run the service under cProfile, stats to FILE.<judge>.prof")
+    parser.add_argument("--http", default="auto", help="the service's HTTP parser (expjudge serve --http)")
+    parser.add_argument("--loop", default="auto", help="the service's event loop (expjudge serve --loop)")
     args = parser.parse_args()
     command = " ".join([".venv/bin/python", "bench/service_capacity.py", *sys.argv[1:]])
     logs = Path(tempfile.mkdtemp(prefix="expjudge-capacity-"))
