@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from judge.errors import InputError
-from judge.store.grade_reuse import summary_of_json
+from judge.store.grade_reuse import JsonPieces, summary_of_json
 
 GRADES_FILE = "grades.jsonl"
 FAILURES_FILE = "failures.jsonl"
@@ -182,8 +182,19 @@ class OutputWriter:
         self._failures: IO[str] = (out_dir / FAILURES_FILE).open("w", encoding="utf-8")
         self.grades_written = 0
 
-    def grade(self, grade_json: str | bytes) -> None:
-        """One grade, as JSON (text, or UTF-8 bytes) on one line."""
+    def grade(self, grade_json: str | bytes | JsonPieces) -> None:
+        """One grade, as JSON (text, or UTF-8 bytes whole or in consecutive pieces) on one line."""
+        if not isinstance(grade_json, str | bytes):
+            # Pieces are written one after another, not joined first; a view is checked for line breaks in all of
+            # the bytes it is a view of (a grade's JSON, of which it is the most), and joined if there are any.
+            if any(_line_break_in(piece) for piece in grade_json):
+                self.grade(b"".join(grade_json))
+                return
+            for piece in grade_json:
+                self._grades.write(piece)
+            self._grades.write(b"\n")
+            self.grades_written += 1
+            return
         data = grade_json.encode() if isinstance(grade_json, str) else grade_json
         # Compact JSON has no line break (one in a string is escaped): the JSON is written as it is, not copied.
         self._grades.write(data.replace(b"\n", b" ") if b"\n" in data else data)
@@ -204,6 +215,12 @@ class OutputWriter:
         """Flush and close both files (again is harmless)."""
         self._grades.close()
         self._failures.close()
+
+
+def _line_break_in(piece: bytes | memoryview) -> bool:
+    """Whether `piece` may hold a line break: a view is answered for all of the bytes it is a view of."""
+    whole = piece.obj if isinstance(piece, memoryview) else piece
+    return not isinstance(whole, bytes) or b"\n" in whole
 
 
 def write_tables(records: list[RunRecord], out_dir: Path) -> tuple[Path, Path]:

@@ -82,9 +82,14 @@ class ProgressSink(Protocol):
         """New totals."""
 
 
-@dataclass
+@dataclass(repr=False)
 class RegradeResult:
-    """What a regrade came to."""
+    """What a regrade came to.
+
+    Its repr is a one-line summary: `asyncio.run(regrader.run())` formats the repr of its finished task, result
+    included, twice on the way out (Python 3.11's signal handler restore), and the dataclass repr of every record
+    and run took a third of a second for 5,000 runs.
+    """
 
     fingerprint: JudgeFingerprint
     counters: Counters
@@ -98,3 +103,7 @@ class RegradeResult:
     warnings: list[str] = field(default_factory=list)
     changes: dict[str, Any] | None = None
     files: dict[str, Path] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (f"RegradeResult(fingerprint={self.fingerprint.digest!r}, counters={self.counters!r}, "
+                f"records={len(self.records)}, runs={len(self.discovery.runs)})")

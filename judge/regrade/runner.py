@@ -33,7 +33,7 @@ from judge.regrade.sources import Discovery, RunRef, discover, run_key
 from judge.rubric_loader import load_rubric
 from judge.settings import REPO_ROOT, get_settings
 from judge.store import Store
-from judge.store.grade_reuse import CachedGrade, GradeReuse, with_own_fields
+from judge.store.grade_reuse import CachedGrade, GradeReuse, JsonPieces, own_fields_pieces
 
 log = logging.getLogger(__name__)
 DEFAULT_TASKS_DIR = REPO_ROOT.parent / "shared" / "data" / "expbench" / "tasks"
@@ -171,9 +171,10 @@ class Regrader:
             self.tick()
         return pending
 
-    def _record(self, ref: RunRef, text: str | bytes, status: str, *, count_usage: bool,
+    def _record(self, ref: RunRef, text: str | bytes | JsonPieces, status: str, *, count_usage: bool,
                 record: RunRecord | None = None) -> RunRecord:
         if record is None:
+            assert isinstance(text, str | bytes)
             record = RunRecord.from_grade(from_json(text), run_id=ref.run_id, run_key=self.keys[ref.run_id],
                                           status=status, fingerprint=self.digest, paper_id=ref.paper_id,
                                           keep_leaves=bool(self.options.compare_fingerprint))
@@ -224,7 +225,7 @@ class Regrader:
         """
         own = cache_hit_fields(cached.summary["usage"], submission_id=submission_id, agent=ref.agent,
                                run_id=ref.run_id, calibration=calibration)
-        return GradeReuse(self.keys[ref.run_id], with_own_fields(cached.text, own), own, cached)
+        return GradeReuse(self.keys[ref.run_id], own_fields_pieces(cached.text, own), own, cached)
 
     async def _hits_of(self, chunk: Sequence[RunRef]) -> tuple[list[tuple[RunRef, str, str, str]],
                                                                 dict[tuple[str, str], CachedGrade]]:
@@ -283,7 +284,9 @@ class Regrader:
                 record = None if self.options.compare_fingerprint else RunRecord.from_summary(  # leaves: parsed
                     reuse.cached.summary, reuse.own, run_id=ref.run_id, run_key=reuse.run_key, status="cached",
                     fingerprint=self.digest, paper_id=ref.paper_id, submission_hash=reuse.cached.submission_hash)
-                self._record(ref, reuse.text, "cached", count_usage=True, record=record)
+                # Its JSON is written out in pieces (never joined), unless the record is made from it (leaves).
+                self._record(ref, reuse.text if record is None else reuse.pieces, "cached", count_usage=True,
+                             record=record)
             else:
                 await self._stored(ref, None, False, "cached")
         self.tick()

@@ -1,4 +1,5 @@
-"""INSERT ... ON CONFLICT, the one primitive every idempotent write uses, as statements SQLAlchemy caches.
+"""INSERT ... ON CONFLICT, the one primitive every idempotent write uses, as statements SQLAlchemy caches; and a
+look-up by many keys (`key_in`).
 
 PostgreSQL and SQLite (3.24+) both take `ON CONFLICT (columns) DO NOTHING` and `DO UPDATE SET c = excluded.c`;
 the unique constraint on the conflict columns is what makes a repeated write (a retried job, a redelivered
@@ -13,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Insert, insert
+from sqlalchemy import Connection, Insert, String, any_, bindparam, insert
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
@@ -69,3 +71,16 @@ def upsert(table: type[Base], values: dict[str, Any], conflict: Sequence[str], u
            where: Any = None) -> Insert:
     """INSERT of `values`, or UPDATE the existing row's `update` columns to them (only where `where` holds)."""
     return on_conflict(table, conflict, update, where).values(**values)
+
+
+def key_in(connection: Connection, column: Any, keys: Sequence[str]) -> Any:
+    """`column IN (keys)` for a bulk look-up by hundreds of string keys.
+
+    On PostgreSQL it is `column = ANY(:keys)`: one array parameter, so the statement is the same whatever the
+    number of keys (compiled and prepared once), where an IN list is rendered again on every execution with a
+    typed placeholder per key (a tenth of a second per 20,000 keys of a cached rerun). PostgreSQL plans both
+    alike (it reads an IN list as `= ANY(ARRAY[...])`).
+    """
+    if connection.dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(keys), type_=ARRAY(String)))
+    return column.in_(keys)

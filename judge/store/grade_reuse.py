@@ -22,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any, TypeVar
 
 from pydantic_core import from_json, to_json
 from sqlalchemy import Connection, LargeBinary, bindparam, cast, func, select, update
 
-from judge.store.dialects import on_conflict
+from judge.store.dialects import key_in, on_conflict
 from judge.store.records import SavedGrade
 from judge.store.review_index import insert_leaf_rows, leaf_rows
 from judge.store.tables import GradeCacheRow, GradeRow
@@ -85,32 +86,54 @@ def with_own_fields(body: JsonText, own: dict[str, Any]) -> JsonText:
     expected there, and cover every field of `own`. Any other layout (a grade with process metrics, fields in
     another order) is parsed whole.
     """
+    pieces = _spliced(body, own)
+    if pieces is not None:
+        joined: JsonText = body[:0].join(pieces)  # one join: a + b + c would copy the verdicts once per +
+        return joined
+    return _whole(body, own)
+
+
+JsonPieces = tuple[bytes | memoryview, ...]
+"""A grade's JSON as UTF-8 bytes in consecutive pieces (their join is the JSON)."""
+
+
+def own_fields_pieces(body: bytes, own: dict[str, Any]) -> JsonPieces:
+    """`with_own_fields(body, own)` as pieces: the new head and tail, and a view of the verdicts in between, which
+    are neither copied nor joined (a regrade writes the pieces out one after another)."""
+    pieces = _spliced(body, own)
+    return (_whole(body, own),) if pieces is None else pieces
+
+
+def _whole(body: JsonText, own: dict[str, Any]) -> JsonText:
+    grade = from_json(body)
+    grade.update(own)  # the same keys, in place: the key order of a copy
+    whole = to_json(grade)
+    return whole.decode() if isinstance(body, str) else whole
+
+
+def _spliced(body: Any, own: dict[str, Any]) -> tuple[Any, ...] | None:
+    """(head, the verdicts in between, ",", tail) of `with_own_fields` (the verdicts as a view of bytes), or None
+    when the layout does not allow the cut."""
     text = isinstance(body, str)
     marks = _TEXT_MARKS if text else _BYTE_MARKS
-
-    def dump(value: Any) -> Any:
-        return to_json(value).decode() if text else to_json(value)
-
     head_end = body.find(marks.head_end)
     process = body.rfind(marks.process_none)
     tail_start = body.rfind(marks.tail_start, 0, process) if process > 0 else -1
-    if 0 < head_end < tail_start:
-        try:
-            head, tail = from_json(body[:head_end] + marks.close), from_json(marks.open + body[tail_start + 1 :])
-        except ValueError:
-            head = tail = None
-        if (isinstance(head, dict) and isinstance(tail, dict) and set(tail) == _TAIL_KEYS
-                and own.keys() <= head.keys() | _TAIL_KEYS):
-            head.update((key, value) for key, value in own.items() if key in head)
-            tail.update((key, value) for key, value in own.items() if key in tail)
-            # One join: a + b + c would copy the tens of kB in between once per +.
-            spliced: JsonText = body[:0].join((dump(head)[:-1], body[head_end:tail_start], marks.comma,
-                                               dump(tail)[1:]))
-            return spliced
-    grade = from_json(body)
-    grade.update(own)  # the same keys, in place: the key order of a copy
-    whole: JsonText = dump(grade)
-    return whole
+    if not 0 < head_end < tail_start:
+        return None
+    try:
+        head, tail = from_json(body[:head_end] + marks.close), from_json(marks.open + body[tail_start + 1 :])
+    except ValueError:
+        return None
+    if not (isinstance(head, dict) and isinstance(tail, dict) and set(tail) == _TAIL_KEYS
+            and own.keys() <= head.keys() | _TAIL_KEYS):
+        return None
+    head.update((key, value) for key, value in own.items() if key in head)
+    tail.update((key, value) for key, value in own.items() if key in tail)
+    head_json, tail_json = to_json(head), to_json(tail)
+    if text:
+        return head_json.decode()[:-1], body[head_end:tail_start], marks.comma, tail_json.decode()[1:]
+    return head_json[:-1], memoryview(body)[head_end:tail_start], marks.comma, tail_json[1:]
 
 
 def grade_summary(grade: dict[str, Any], leaves: Iterable[tuple[str, str | None]]) -> dict[str, Any]:
@@ -165,16 +188,27 @@ class GradeReuse:
 
     Args:
         run_key: The run's key (unique per tenant).
-        text: The run's grade as JSON, UTF-8 bytes (the cached one with `own` applied; stored only if the entry
-            changed and a copy is written instead).
+        grade_json: The run's grade as JSON, UTF-8 bytes (the cached one with `own` applied; stored only if the entry
+            changed and a copy is written instead), whole or in pieces (`own_fields_pieces`: joined only when
+            `text` is asked for).
         own: The fields that are the run's (ids, time, calibration status, usage).
         cached: The entry it was made from.
     """
 
     run_key: str
-    text: bytes
+    grade_json: bytes | JsonPieces
     own: dict[str, Any]
     cached: CachedGrade
+
+    @property
+    def pieces(self) -> JsonPieces:
+        """The grade's JSON in consecutive pieces."""
+        return (self.grade_json,) if isinstance(self.grade_json, bytes) else self.grade_json
+
+    @cached_property
+    def text(self) -> bytes:
+        """The grade's JSON, UTF-8 bytes."""
+        return self.grade_json if isinstance(self.grade_json, bytes) else b"".join(self.grade_json)
 
 
 def utf8_bytes(connection: Connection, column: Any) -> Any:
@@ -196,7 +230,8 @@ def cached_entries(connection: Connection, fingerprint_digest: str, pairs: Seque
     found: dict[tuple[str, str], Any] = {}
     for start in range(0, len(submissions), CHUNK):
         query = select(*columns).where(GradeCacheRow.fingerprint_digest == fingerprint_digest,
-                                       GradeCacheRow.submission_hash.in_(submissions[start : start + CHUNK]))
+                                       key_in(connection, GradeCacheRow.submission_hash,
+                                              submissions[start : start + CHUNK]))
         if lock:
             query = query.with_for_update(read=True)  # FOR SHARE on PostgreSQL; SQLite has one writer anyway
         for row in connection.execute(query):
@@ -265,7 +300,7 @@ def _insert(connection: Connection, tenant: str, rows: list[dict[str, Any]]) -> 
     stored: dict[str, str] = {}
     for start in range(0, len(keys), CHUNK):
         query = select(GradeRow.run_key, GradeRow.grade_id).where(
-            GradeRow.tenant == tenant, GradeRow.run_key.in_(keys[start : start + CHUNK]))
+            GradeRow.tenant == tenant, key_in(connection, GradeRow.run_key, keys[start : start + CHUNK]))
         stored.update({key: grade_id for key, grade_id in connection.execute(query).all()})
     return stored
 

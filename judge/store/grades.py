@@ -11,7 +11,7 @@ from sqlalchemy import Connection, func, select
 from judge.errors import InputError
 from judge.models import Grade
 from judge.store.clock import as_utc, utcnow
-from judge.store.dialects import on_conflict
+from judge.store.dialects import key_in, on_conflict
 from judge.store.grade_reuse import (
     GRADE_BODY,
     THIS_ENTRY,
@@ -227,7 +227,7 @@ class GradeStore:
             found: dict[str, str] = {}
             for start in range(0, len(keys), BULK_CHUNK):
                 query = select(GradeRow.run_key, GRADE_BODY, GradeRow.reuse_json).where(
-                    GradeRow.tenant == tenant, GradeRow.run_key.in_(keys[start : start + BULK_CHUNK])
+                    GradeRow.tenant == tenant, key_in(connection, GradeRow.run_key, keys[start : start + BULK_CHUNK])
                 )
                 found.update({key: full_json(body, own) for key, body, own in connection.execute(query).all()
                               if body is not None})
