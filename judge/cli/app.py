@@ -11,6 +11,8 @@ import typer
 # help words that do not fit their column ("<paper>_complete_fina…"); at 100 no help text of ours is cut.
 # A narrower terminal wraps the longer lines instead. TERMINAL_WIDTH, when set, is typer's own override.
 HELP_MIN_WIDTH = 100
+JUDGE_HELP = ("'embedded', 'embedded+coder' (the embedded judge reading code with the local coder model, under "
+              "the rubric expbench-v2-coder) or a litellm model string.")
 
 
 def help_width() -> int:

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from judge.cli.app import app
+from judge.cli.app import JUDGE_HELP, app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.errors import InputError
@@ -30,7 +30,7 @@ FIGURES = (("macro_f1", "macro-F1"), ("cohen_kappa", "Cohen's kappa"), ("krippen
            ("accuracy", "accuracy"))
 
 LabelsOpt = Annotated[Path, typer.Option("--labels", help="Labels: a CRScore claims folder, or a labels file.")]
-JudgeOpt = Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")]
+JudgeOpt = Annotated[str, typer.Option("--judge", help=JUDGE_HELP)]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder for report.json and report.html.")]
 RubricOpt = Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")]
 SamplesOpt = Annotated[int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")]

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from judge.cli.app import app
+from judge.cli.app import JUDGE_HELP, app
 from judge.cli.display import shown
 from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
 from judge.errors import MalformedDiffError
@@ -151,7 +151,7 @@ def grade_command(
         int | None, typer.Option("--task-index", help="Which task of a multi-task file.")
     ] = None,
     rubric: Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")] = DEFAULT_RUBRIC,
-    judge: Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")] = "embedded",
+    judge: Annotated[str, typer.Option("--judge", help=JUDGE_HELP)] = "embedded",
     samples: Annotated[
         int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")
     ] = 1,

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from judge.cli.app import app
+from judge.cli.app import JUDGE_HELP, app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.settings import DEFAULT_RUBRIC
@@ -102,7 +102,7 @@ def regrade_command(
              "(<out>/<agent>/<task>/<run_id>/ with summary.json), or folders holding any of these."
     )],
     out: Annotated[Path, typer.Option("--out", help="Output folder (grades.jsonl, runs.csv/.parquet, changes.*).")],
-    judge: Annotated[str, typer.Option("--judge", help="'embedded' or a litellm model string.")] = "embedded",
+    judge: Annotated[str, typer.Option("--judge", help=JUDGE_HELP)] = "embedded",
     samples: Annotated[int, typer.Option("--samples", min=1, help="LLM samples per call (majority vote).")] = 1,
     rubric: Annotated[str, typer.Option("--rubric", help="Rubric id or YAML path.")] = DEFAULT_RUBRIC,
     tasks_dir: Annotated[

@@ -204,6 +204,7 @@ class Grader:
 
     def __init__(self, rubric: Rubric, judge: Judge, *, embedder: Embedder | None = None,
                  views: ViewCache | None = None, detect_copies: bool = True) -> None:
+        judge.check_rubric(rubric)
         self.rubric = rubric
         self.judge = judge
         self.detect_copies = detect_copies

@@ -112,7 +112,7 @@ class GradingRuntime:
             UnknownRubricError, RubricError, JudgeConfigError.
         """
         rubric = load_rubric(payload.rubric)
-        self.judge_for(payload.judge, refresh=payload.refresh)
+        self.judge_for(payload.judge, refresh=payload.refresh).check_rubric(rubric)
         return rubric
 
     async def grade_item(self, tenant: str, job_id: str, index: int, payload: JobPayload) -> ItemResult:

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.models import LeafResult, Usage
+from judge.models import LeafResult, Rubric, Usage
 from judge.models.evidence import GradingContext, LeafEvidence
 
 
@@ -26,6 +26,14 @@ class Judge(ABC):
     @abstractmethod
     def spec(self) -> dict[str, Any]:
         """Serialisable name and arguments, e.g. {"name": "llm", "args": {"model": ..., "samples": 3}}."""
+
+    def check_rubric(self, rubric: Rubric) -> None:
+        """Fail when this judge cannot grade under `rubric` (default: every judge can).
+
+        Raises:
+            JudgeConfigError: naming the rubric.
+        """
+        del rubric
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """prompt_hash, model and sampling for the judge fingerprint (None where not applicable)."""

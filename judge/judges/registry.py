@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from judge.settings import Settings
 
 EMBEDDED = "embedded"
+# The embedded judge with the local coder model's reading as a feature of its requirement decisions
+# (needs the `coder-model` extra and a rubric whose requirement check carries a `coder_text_model`).
+EMBEDDED_CODER = "embedded+coder"
 
 
 def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache | None = None,
@@ -26,7 +29,8 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
     """The judge a spec names.
 
     Args:
-        spec: "embedded" (offline, default) or a litellm model string such as "openai/gpt-4o-mini",
+        spec: "embedded" (offline, default), "embedded+coder" (the embedded judge reading code with the
+            local coder model, see judge/judges/embedded.py) or a litellm model string such as "openai/gpt-4o-mini",
             "anthropic/claude-3-5-haiku-latest" or "openai/local" with `api_base` for a local server.
         samples: LLM samples per call, majority-voted (must be 1 for the embedded judge).
         cache: Response cache for LLM calls (the store's, so reruns cost nothing).
@@ -52,6 +56,12 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
         if samples != 1:
             raise JudgeConfigError("the embedded judge is deterministic: samples must be 1", field="samples")
         return EmbeddedJudge()
+    if spec == EMBEDDED_CODER:
+        if samples != 1:
+            raise JudgeConfigError("the embedded judge is deterministic: samples must be 1", field="samples")
+        from judge.local_models.code_reading import shared_reader
+
+        return EmbeddedJudge(code_reader=shared_reader())
     check_routable(spec)
     from judge.judges.llm import LLMJudge
 

@@ -264,6 +264,13 @@ class CodeReader:
         self._head_tokens: list[int] = []
 
     @property
+    def name(self) -> str:
+        """The model file and its SHA-256 (first 16 hex digits), as a judge's fingerprint records it."""
+        if self._model_path is None:
+            return coder.ALIAS
+        return f"{self._model_path.name}@sha256:{self.model_sha[:16]}"
+
+    @property
     def model_sha(self) -> str:
         if self._model_sha is None:
             self._model_sha = coder.SHA256 if self._model_path is None else coder.file_sha256(self._model_path)
@@ -360,6 +367,10 @@ class CodeReader:
         out: dict[int, Reading] = {i: self.read(*requests[i]) for i in order}
         return [out[i] for i in range(len(requests))]
 
+    def p_yes_many(self, requests: Sequence[tuple[str, str]]) -> list[float]:
+        """P(yes) of (code, requirement) pairs read without a reference (what `EmbeddedJudge` asks)."""
+        return [r.p_yes for r in self.read_many([(code, requirement, None) for code, requirement in requests])]
+
     def _evaluate(self, prompt: CodePrompt, key: str) -> Reading:
         import llama_cpp
         import numpy as np
@@ -409,6 +420,27 @@ class CodeReader:
                     handle.close()
             self._llm = self._vocab = None
             self._head_tokens = []
+
+
+_SHARED: dict[str, CodeReader] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_reader(n_threads: int = 2) -> CodeReader:
+    """The process's reader of the verified coder model, its readings cached in memory and in
+    `readings.jsonl` beside the model file (so later processes read them back).
+
+    Raises:
+        JudgeConfigError: llama-cpp-python or the coder model is not installed (naming the install command).
+    """
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise JudgeConfigError(LLAMA_CPP_HINT, field="judge")
+    if not coder.installed():
+        raise JudgeConfigError(f"the coder model is not installed: {coder.INSTALL_HINT}", field="judge")
+    with _SHARED_LOCK:
+        if "coder" not in _SHARED:
+            _SHARED["coder"] = CodeReader(n_threads=n_threads, cache_file=coder.model_dir() / "readings.jsonl")
+        return _SHARED["coder"]
 
 
 def logit(p: float, floor: float = 1e-6) -> float:

@@ -188,3 +188,17 @@ def test_unknown_ids_and_routes_are_json_404s(service: Service) -> None:
             response = client.get(path)
             assert response.status_code == 404, path
             assert response.json()["error"]["code"] == "not_found"
+
+
+def test_embedded_coder_is_refused_by_field_when_it_cannot_read(service: Service, example: dict[str, Any]) -> None:
+    """Without the coder model the judge spec is refused; with it, a rubric without a coder_text_model is."""
+    from judge.local_models import code_reading
+
+    with service.client() as client:
+        refused = client.post("/v1/grade", json=fresh_request(example, judge="embedded+coder"))
+    error = refused.json()["error"]
+    assert refused.status_code == 422, refused.text
+    if code_reading.available():
+        assert error["field"] == "rubric" and "coder_text_model" in error["message"]
+    else:
+        assert error["field"] == "judge.spec" and "coder-model" in error["message"]

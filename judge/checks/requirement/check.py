@@ -31,6 +31,7 @@ from judge.checks.base import Check, CheckArgs
 from judge.checks.learned import LearnedModel, learned_decision, validate_model_fits
 from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.requirement.features import (
+    CODER_FEATURES,
     REFERENCE_FEATURES,
     TEXT_FEATURES,
     Candidates,
@@ -73,6 +74,8 @@ class RequirementArgs(CheckArgs):
     text_floor: float = 0.1
     text_model: LearnedModel | None = None
     reference_model: LearnedModel | None = None
+    # Without a reference, when the judge has a code reader: the text features and the coder's reading.
+    coder_text_model: LearnedModel | None = None
 
     @field_validator("text_model")
     @classmethod
@@ -84,6 +87,12 @@ class RequirementArgs(CheckArgs):
     @classmethod
     def _reference_model_fits(cls, model: LearnedModel | None) -> LearnedModel | None:
         validate_model_fits(model, (*REFERENCE_FEATURES, *TEXT_FEATURES), LABELS)
+        return model
+
+    @field_validator("coder_text_model")
+    @classmethod
+    def _coder_text_model_fits(cls, model: LearnedModel | None) -> LearnedModel | None:
+        validate_model_fits(model, (*TEXT_FEATURES, *CODER_FEATURES), LABELS)
         return model
 
 
@@ -109,16 +118,30 @@ class _Features:
     """Adapter that lets `learned_decision` read a leaf's stored feature vector."""
 
     name: ClassVar[str] = "requirement_in_diff"
-    feature_names: ClassVar[tuple[str, ...]] = (*REFERENCE_FEATURES, *TEXT_FEATURES)
+    feature_names: ClassVar[tuple[str, ...]] = (*REFERENCE_FEATURES, *TEXT_FEATURES, *CODER_FEATURES)
 
     def feature_vector(self, evidence: LeafEvidence) -> dict[str, float]:
         return requirement_feature_vector(evidence)
 
 
 def requirement_feature_vector(evidence: LeafEvidence) -> dict[str, float]:
-    """The features `build_evidence` stored for a leaf (zeros for a leaf evidenced hunk by hunk)."""
+    """The features `build_evidence` stored for a leaf (zeros for a leaf evidenced hunk by hunk), and the
+    coder's reading where a judge with a code reader added it (`coder_logit`; absent otherwise)."""
     stored = evidence.facts.features if isinstance(evidence.facts, RequirementFacts) else {}
-    return {name: float(stored.get(name, 0.0)) for name in (*REFERENCE_FEATURES, *TEXT_FEATURES)}
+    out = {name: float(stored.get(name, 0.0)) for name in (*REFERENCE_FEATURES, *TEXT_FEATURES)}
+    out.update({name: float(stored[name]) for name in CODER_FEATURES if name in stored})
+    return out
+
+
+def reads_code(evidence: LeafEvidence, args: object) -> bool:
+    """Whether a code reader's P(yes) can enter this leaf's decision (`args`: the leaf's parsed check
+    arguments): its rubric has a `coder_text_model`, the leaf is judged without a reference, by code units,
+    and one of them acts."""
+    facts = evidence.facts
+    if not isinstance(facts, RequirementFacts) or facts.reference_mode:
+        return False
+    return isinstance(args, RequirementArgs) and args.coder_text_model is not None and any(
+        UnitMeta.of(s.meta).code for s in evidence.snippets)
 
 
 class RequirementInDiff(Check):
@@ -261,11 +284,14 @@ class RequirementInDiff(Check):
                 flags.append("restated_in_prose")
                 rationale += "; text restating it in comments, docstrings or strings is not counted"
         else:
-            model = args.reference_model if with_reference else args.text_model
+            model = args.reference_model if with_reference else (
+                args.coder_text_model if "coder_logit" in features and args.coder_text_model else args.text_model)
             decision = learned_decision(_Features(), evidence, model)
             if decision is not None:
                 index = {"pass": 0, "partial": 1}.get(decision.label, 2)
                 confidence, rationale = decision.probability, decision.reason
+                if model is args.coder_text_model:
+                    rationale += f"; the coder model read it: P(yes)={1 / (1 + np.exp(-features['coder_logit'])):.2f}"
             else:
                 index, confidence, rationale = self._rules(features, with_reference, args)
             floor = self._below_floor(features, with_reference, args)

@@ -67,6 +67,9 @@ TEXT_FEATURES = (
     "txt_similarity", "txt_lexical", "txt_fused", "txt_rank", "txt_margin", "txt_siblings", "txt_file_match",
     "txt_missing_names", "txt_executable_share", "txt_size", "txt_acting_share",
 )
+# Read by a judge with a code reader (judge/judges/embedded.py): logit of the local coder model's P(yes) that
+# the leaf's top acting candidate implements the requirement (no reference shown to the model).
+CODER_FEATURES = ("coder_logit",)
 
 
 @dataclass(frozen=True)
