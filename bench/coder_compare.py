@@ -40,7 +40,7 @@ import random
 import resource
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,12 @@ MODES = ("text", "reference")
 Row = dict[str, Any]
 
 
+def kind_of(variant: Any, index: int) -> str:
+    """The variant a labelled leaf is counted under: a drop-one submission's dropped leaf and its other leaves
+    apart ("drop" should fail, "drop_kept" should pass)."""
+    return "drop_kept" if variant.kind == "drop" and index != variant.dropped else variant.kind
+
+
 async def embedded_rows(case: Any, cases: list[Any], leaves: int, graders: dict[str, Grader],
                         reader: CodeReader, timing: dict[str, float]) -> list[Row]:
     """Rows of (a) and (c) for every variant and mode of one task (one preparation serves both)."""
@@ -80,12 +86,14 @@ async def embedded_rows(case: Any, cases: list[Any], leaves: int, graders: dict[
             task = case.task if mode == "text" else with_reference(case.task, case.diff)
             submission = Submission(submission_id=f"coder-compare:{variant.kind}", task_id=task.task_id,
                                     diff=variant.diff)
+            began = time.perf_counter()
             prepared = await graders["a"].prepare(task, submission)
+            preparing = time.perf_counter() - began  # evidence both systems share: counted in each one's time
             evidence = {e.leaf.id: e for e in prepared.evidence}
             for system, grader in graders.items():
                 before, started = reader.stats.model_seconds, time.perf_counter()
                 judged = await grader.judge_prepared(prepared)
-                timing[f"{system}:{mode}:seconds"] += time.perf_counter() - started
+                timing[f"{system}:{mode}:seconds"] += time.perf_counter() - started + preparing
                 timing[f"{system}:{mode}:model_seconds"] += reader.stats.model_seconds - before
                 timing[f"{system}:{mode}:grades"] += 1
                 for result in judged.results:
@@ -100,7 +108,8 @@ async def embedded_rows(case: Any, cases: list[Any], leaves: int, graders: dict[
                     acting = [s for s in shown if isinstance(s.meta, UnitMeta) and s.meta.code]
                     span = quote_span(acting[0].location, acting[0].text, case.blocks) if acting else None
                     hit = span is not None and any(span.overlaps(c) for c in case.cited.get(int(index), []))
-                    rows.append({"system": system, "mode": mode, "task": case.task.task_id, "variant": variant.kind,
+                    rows.append({"system": system, "mode": mode, "task": case.task.task_id,
+                                 "variant": kind_of(variant, int(index)),
                                  "index": int(index), "implemented": label == "pass",
                                  "passed": result.verdict == "pass", "hit": hit})
     return rows
@@ -147,9 +156,9 @@ async def llm_rows(plan: list[tuple[Any, Any, str]], leaves: int, budget_s: floa
                 if variant.kind == "own" and leaf.evidence:
                     span = quote_span(leaf.evidence[0].location, leaf.evidence[0].text, case.blocks)
                     hit = span is not None and any(span.overlaps(c) for c in case.cited.get(index, []))
-                rows.append({"system": "b", "mode": mode, "task": case.task.task_id, "variant": variant.kind,
+                rows.append({"system": "b", "mode": mode, "task": case.task.task_id, "variant": kind_of(variant, index),
                              "index": index, "implemented": label == "pass", "passed": leaf.verdict == "pass",
-                             "hit": hit, "unscored": leaf.verdict == "unscored"})
+                             "hit": hit, "unscored": leaf.verdict == "unscored", "reason_code": leaf.reason_code})
             progress.advance(bar)
     finally:
         server.stop()
@@ -183,7 +192,8 @@ def fmt(value: float | None, digits: int = 3) -> str:
 def report(rows: list[Row], timing: dict[str, float]) -> dict[str, Any]:
     """Print the side-by-side tables and return the figures."""
     out: dict[str, Any] = {}
-    kinds = sorted({r["variant"] for r in rows}, key=lambda k: (k.startswith("restate"), k))
+    order = ("own", "rewrite", "drop_kept", "drop", "other_task")
+    kinds = sorted({r["variant"] for r in rows}, key=lambda k: (order.index(k) if k in order else len(order), k))
     for mode in MODES:
         title = "without the reference" if mode == "text" else "with the task's reference"
         print(f"\n== {title} ==")
@@ -207,12 +217,16 @@ def report(rows: list[Row], timing: dict[str, float]) -> dict[str, Any]:
                   + " ".join(f"{fmt(shares[k], 2):>10}" for k in kinds))
             grades = timing.get(f"{system}:{mode}:grades", 0.0)
             seconds = timing.get(f"{system}:{mode}:seconds", 0.0)
+            unscored = Counter(r.get("reason_code") or "reason not recorded" for r in mine if r.get("unscored"))
+            if unscored:
+                print(f"{'':28} unscored {sum(unscored.values())} of {len(mine)} (counted as not passing): "
+                      + ", ".join(f"{code} {n}" for code, n in unscored.most_common()))
             out[f"{system}:{mode}"] = {"leaves": len(mine), "macro_f1": f1, "ci": [low, high], "hit_at_1": hit,
                                        "pass_share": shares, "grades": grades,
                                        "seconds_per_grade": seconds / grades if grades else None,
                                        "unscored": sum(r.get("unscored", False) for r in mine)}
-        print("  (pass share per variant: own/rewrite and drop's kept leaves should pass; drop's dropped leaf, "
-              "other_task and every r: restatement should not)")
+        print("  (pass share per variant: own, rewrite and drop_kept (the leaves a drop-one left intact) should pass; "
+              "drop (the dropped leaf), other_task and every r: restatement should not)")
     print("\ncost:")
     for key in sorted({k.rsplit(":", 1)[0] for k in timing}):
         grades = timing.get(f"{key}:grades", 0.0)
