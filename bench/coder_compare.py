@@ -249,8 +249,10 @@ def main() -> None:
     parser.add_argument("--llm-budget-minutes", type=float, default=40.0)
     parser.add_argument("--llm-variants", default="own,drop,other_task,restate_stubs,restate_config,restate_comments",
                         help="the variants (b) grades, in this order per mode")
+    parser.add_argument("--llm-modes", default="text,reference", help="the modes (b) grades, in this order")
+    parser.add_argument("--llm-tasks", type=int, default=None, help="(b) grades only the first N sampled tasks")
     parser.add_argument("--llm-rows", type=Path, default=OUT / "llm_rows.json",
-                        help="(b)'s rows and times: written by --llm, read back by a run without it")
+                        help="(b)'s rows and times: added to by --llm, read back by a run without it")
     parser.add_argument("--skip-embedded", action="store_true", help="grade only (b) (with --llm)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -284,15 +286,24 @@ def main() -> None:
             print(f"(b): {made} grades on {model} read back from {args.llm_rows} ({earlier['command']})")
         if args.llm:
             wanted = args.llm_variants.split(",")
-            plan = [(case, variant, mode) for mode in MODES for kind in wanted for case in chosen
+            modes = [m for m in args.llm_modes.split(",") if m in MODES]
+            plan = [(case, variant, mode) for mode in modes for kind in wanted for case in chosen[: args.llm_tasks]
                     for variant in variants(case, cases, drops=1, restatements=True) if variant.kind == kind]
             llm, made, model, server_rss = asyncio.run(
                 llm_rows(plan, args.leaves_per_task, 60 * args.llm_budget_minutes, args.n_threads, timing, progress))
             rows += llm
             print(f"(b): {made} of {len(plan)} planned grades made on {model} (budget {args.llm_budget_minutes:g} min)")
+            mine = {k: v for k, v in timing.items() if k.startswith("b:")}
+            if args.llm_rows.is_file():  # an earlier --llm run's grades (another part of the plan) are kept
+                earlier = json.loads(args.llm_rows.read_text(encoding="utf-8"))
+                llm = [*earlier["rows"], *llm]
+                mine = {k: mine.get(k, 0.0) + earlier["timing"].get(k, 0.0) for k in {*mine, *earlier["timing"]}}
+                made += earlier["made"]
+                server_rss = max(server_rss or 0.0, earlier["server_rss_mb"] or 0.0)
+                command = f"{earlier['command']}; then {command}"
             args.llm_rows.write_text(json.dumps({
-                "rows": llm, "timing": {k: v for k, v in timing.items() if k.startswith("b:")}, "made": made,
-                "model": model, "server_rss_mb": server_rss, "command": command}), encoding="utf-8")
+                "rows": llm, "timing": mine, "made": made, "model": model, "server_rss_mb": server_rss,
+                "command": command}), encoding="utf-8")
     figures = report(rows, timing)
     stats = reader.stats
     own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
