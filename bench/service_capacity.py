@@ -353,7 +353,7 @@ def start_timed_service(logs: Path, env: dict[str, str], judge_times: Path, prof
 
 def judge_times_of(service: ChildProcess, path: Path) -> list[float]:
     """The judge's own seconds per grade since the last reset, from the timed service."""
-    return judge_record_of(service, path)["wall"]
+    return [float(seconds) for seconds in judge_record_of(service, path)["wall"]]
 
 
 def judge_record_of(service: ChildProcess, path: Path) -> dict[str, Any]:
