@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +16,6 @@ from judge.settings import get_settings
 from judge.text.items import split_claims
 
 _cache: dict[tuple[str, float], Rubric] = {}
-# (ref, rubrics folder, working directory) -> the file it names, resolved, and the mtime of the folder holding it
-# when it was looked for: every request names its rubric twice (checked, then graded), and finding the file
-# (a stat per candidate, a resolve walking every part of the path) costs more than a stat.
-_located: dict[tuple[str, str, str], tuple[Path, Path, int]] = {}
-_SETTLED_NS = 2_000_000_000
 
 
 def rubric_path(ref: str, rubrics_dir: Path | None = None) -> Path:
@@ -76,34 +69,10 @@ def validate_checks(rubric: Rubric, source: str) -> None:
             bind_args(check, template.check, where)
 
 
-def _locate(ref: str, rubrics_dir: Path | None) -> tuple[Path, Path]:
-    """`rubric_path(ref, rubrics_dir)` and that path resolved; found again only when the folder holding the file
-    changed since (a file added, removed or renamed there changes its mtime; an edit in place does not, and is
-    seen by `load_rubric`'s own stat of the file)."""
-    folder = rubrics_dir or get_settings().rubrics_dir
-    memo_key = (ref, str(folder), os.getcwd())
-    known = _located.get(memo_key)
-    if known is not None:
-        path, resolved, folder_mtime = known
-        try:
-            if os.stat(resolved.parent).st_mtime_ns == folder_mtime:
-                return path, resolved
-        except OSError:
-            pass
-    path = rubric_path(ref, folder)
-    resolved = path.resolve()
-    folder_mtime = os.stat(resolved.parent).st_mtime_ns
-    # A change within the same clock tick as the last one leaves the mtime as it was: a folder changed just now
-    # is looked in again next time, not remembered.
-    if time.time_ns() - folder_mtime > _SETTLED_NS:
-        _located[memo_key] = (path, resolved, folder_mtime)
-    return path, resolved
-
-
 def load_rubric(ref: str, rubrics_dir: Path | None = None) -> Rubric:
     """Load and validate a rubric by id (e.g. "expbench-v1") or path; cached per file version."""
-    path, resolved = _locate(ref, rubrics_dir)
-    key = (str(resolved), resolved.stat().st_mtime)
+    path = rubric_path(ref, rubrics_dir)
+    key = (str(path.resolve()), path.stat().st_mtime)
     if key in _cache:
         return _cache[key]
     try:

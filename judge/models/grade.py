@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -145,26 +144,8 @@ class JudgeFingerprint(BaseModel):
 
     @property
     def digest(self) -> str:
-        """Short stable id of this fingerprint.
-
-        Kept once computed (a grade's is read several times: its cache look-up, its stored rows) beside the
-        `repr` of the fields it was computed from, and computed again when they differ: the model is not
-        frozen, and its dicts can change in place or come changed with a copy. Field values are JSON data, whose
-        repr changes whenever their JSON does, and the repr costs a quarter of the hash. The memo lives in the
-        instance's `__dict__` under a name no field can have: equality and dumps ignore it, and a copy that
-        carries it along is caught by the repr check when the copy changed a field.
-        """
-        fields = repr(_FINGERPRINT_FIELDS(self.__dict__))
-        memo: tuple[str, str] | None = self.__dict__.get(_DIGEST_MEMO)
-        if memo is not None and memo[0] == fields:
-            return memo[1]
-        digest = content_hash(self.model_dump(mode="json"))[:16]
-        self.__dict__[_DIGEST_MEMO] = (fields, digest)
-        return digest
-
-
-_DIGEST_MEMO = "_digest_memo"
-_FINGERPRINT_FIELDS = operator.itemgetter(*JudgeFingerprint.model_fields)
+        """Short stable id of this fingerprint."""
+        return content_hash(self.model_dump(mode="json"))[:16]
 
 
 class Usage(BaseModel):
