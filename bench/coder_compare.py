@@ -25,7 +25,8 @@ CRScore claims are not graded here: `expjudge calibrate` gives (a) and (b) (see 
 coder signal enters only the requirement check, so (c) grades claims as (a) does.
 
 Reproduce:  .venv/bin/python bench/coder_compare.py [--tasks-per-paper 1] [--leaves-per-task 3]
-            [--llm [--skip-embedded] --llm-budget-minutes 40] [--llm-rows FILE] [--n-threads 2]
+            [--llm [--skip-embedded] --llm-budget-minutes 40 --llm-citations blocks|quotes] [--llm-rows FILE]
+            [--n-threads 2]
             [--json out/coder_compare.json]
             (a run with --llm keeps (b)'s rows in --llm-rows; a later run without --llm reports them beside
             (a) and (c))
@@ -59,6 +60,7 @@ from train_coder_model import chosen_cases  # noqa: E402
 from judge.checks.requirement.payload import UnitMeta  # noqa: E402
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
+from judge.judges.llm_schemas import CITATIONS, Citations  # noqa: E402
 from judge.local_models.code_reading import CodeReader  # noqa: E402
 from judge.models import Submission  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
@@ -116,7 +118,8 @@ async def embedded_rows(case: Any, cases: list[Any], leaves: int, graders: dict[
 
 
 async def llm_rows(plan: list[tuple[Any, Any, str]], leaves: int, budget_s: float, n_threads: int,
-                   timing: dict[str, float], progress: Progress) -> tuple[list[Row], int, str, float | None]:
+                   timing: dict[str, float], progress: Progress,
+                   citations: Citations) -> tuple[list[Row], int, str, float | None]:
     """Rows of (b): each planned (case, variant, mode) graded by the LLM judge on the coder model until the
     budget is spent. Returns the rows, the grades made, the model string and the server's peak RSS."""
     from judge.judges.llm import LLMJudge
@@ -126,7 +129,7 @@ async def llm_rows(plan: list[tuple[Any, Any, str]], leaves: int, budget_s: floa
     server = LocalModelServer(local_model="coder", n_ctx=12288, n_threads=n_threads, startup_timeout=300).start()
     settings = Settings(llm_timeout_seconds=1800, llm_max_transport_retries=0)
     judge = LLMJudge(server.model, api_base=server.api_base, api_key="local", fallback=EmbeddedJudge(),
-                     max_concurrency=1, settings=settings)
+                     max_concurrency=1, settings=settings, citations=citations)
     grader = Grader(load_rubric("expbench-v1"), judge, detect_copies=True)
     rows: list[Row] = []
     made, started = 0, time.perf_counter()
@@ -158,7 +161,8 @@ async def llm_rows(plan: list[tuple[Any, Any, str]], leaves: int, budget_s: floa
                     hit = span is not None and any(span.overlaps(c) for c in case.cited.get(index, []))
                 rows.append({"system": "b", "mode": mode, "task": case.task.task_id, "variant": kind_of(variant, index),
                              "index": index, "implemented": label == "pass", "passed": leaf.verdict == "pass",
-                             "hit": hit, "unscored": leaf.verdict == "unscored", "reason_code": leaf.reason_code})
+                             "hit": hit, "unscored": leaf.verdict == "unscored", "reason_code": leaf.reason_code,
+                             "citations": citations})
             progress.advance(bar)
     finally:
         server.stop()
@@ -218,6 +222,9 @@ def report(rows: list[Row], timing: dict[str, float]) -> dict[str, Any]:
             grades = timing.get(f"{system}:{mode}:grades", 0.0)
             seconds = timing.get(f"{system}:{mode}:seconds", 0.0)
             unscored = Counter(r.get("reason_code") or "reason not recorded" for r in mine if r.get("unscored"))
+            if system == "b":  # rows of stop 30 and before quoted (the only style then)
+                styles = Counter(r.get("citations", "quotes") for r in mine)
+                print(f"{'':28} evidence cited as: " + ", ".join(f"{k} ({n} leaves)" for k, n in styles.items()))
             if unscored:
                 print(f"{'':28} unscored {sum(unscored.values())} of {len(mine)} (counted as not passing): "
                       + ", ".join(f"{code} {n}" for code, n in unscored.most_common()))
@@ -251,11 +258,16 @@ def main() -> None:
                         help="the variants (b) grades, in this order per mode")
     parser.add_argument("--llm-modes", default="text,reference", help="the modes (b) grades, in this order")
     parser.add_argument("--llm-tasks", type=int, default=None, help="(b) grades only the first N sampled tasks")
-    parser.add_argument("--llm-rows", type=Path, default=OUT / "llm_rows.json",
-                        help="(b)'s rows and times: added to by --llm, read back by a run without it")
+    parser.add_argument("--llm-rows", type=Path, default=None,
+                        help="(b)'s rows and times: added to by --llm, read back by a run without it "
+                             "(default: out/coder_compare/llm_rows_<citations>.json)")
+    parser.add_argument("--llm-citations", choices=CITATIONS, default="blocks",
+                        help="how (b) cites evidence: the ids of the leaf's evidence blocks (what a 1.5B model can "
+                             "do) or quotes copied from it (stop 30: every quote of the coder model missed)")
     parser.add_argument("--skip-embedded", action="store_true", help="grade only (b) (with --llm)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    args.llm_rows = args.llm_rows or OUT / f"llm_rows_{args.llm_citations}.json"
     command = " ".join([".venv/bin/python", "bench/coder_compare.py", *sys.argv[1:]])
     print(f"command: {command}")
     cases = all_cases()
@@ -290,7 +302,8 @@ def main() -> None:
             plan = [(case, variant, mode) for mode in modes for kind in wanted for case in chosen[: args.llm_tasks]
                     for variant in variants(case, cases, drops=1, restatements=True) if variant.kind == kind]
             llm, made, model, server_rss = asyncio.run(
-                llm_rows(plan, args.leaves_per_task, 60 * args.llm_budget_minutes, args.n_threads, timing, progress))
+                llm_rows(plan, args.leaves_per_task, 60 * args.llm_budget_minutes, args.n_threads, timing, progress,
+                         args.llm_citations))
             rows += llm
             print(f"(b): {made} of {len(plan)} planned grades made on {model} (budget {args.llm_budget_minutes:g} min)")
             mine = {k: v for k, v in timing.items() if k.startswith("b:")}

@@ -26,6 +26,7 @@ the report of such a file again.
 Reproduce:  .venv/bin/python bench/coder_judge.py [--tasks 95974:2,95262:9] [--variants own,stub]
             [--reference | --only-reference] [--n-threads 1] [--budget-minutes 30] [--records out/r.jsonl]
             [--api-base http://127.0.0.1:PORT/v1 --model openai/<alias>] [--json out/coder_judge.json]
+            [--citations quotes|blocks]
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from evidence_gold import GoldCase, load_cases, render_without, requirement_leav
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.judges.llm import LLMJudge  # noqa: E402
+from judge.judges.llm_schemas import CITATIONS  # noqa: E402
 from judge.local_llm import LocalModelServer  # noqa: E402
 from judge.models import Grade, Submission, Task  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
@@ -219,6 +221,8 @@ def main() -> None:
     parser.add_argument("--report-from", type=Path, default=None,
                         help="print the report of an earlier run's --records file (no grading)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--citations", choices=CITATIONS, default="quotes",
+                        help="how the judge cites evidence: quotes copied from it, or the ids of its blocks")
     args = parser.parse_args()
     command = " ".join([".venv/bin/python", "bench/coder_judge.py", *sys.argv[1:]])
     if args.report_from:
@@ -247,7 +251,7 @@ def main() -> None:
     # server is still answering, so: one long try per call.
     settings = Settings(llm_timeout_seconds=args.timeout, llm_max_transport_retries=0)
     judge = LLMJudge(model, api_base=api_base, api_key="local", fallback=EmbeddedJudge(), max_concurrency=1,
-                     settings=settings)
+                     settings=settings, citations=args.citations)
     grader = Grader(load_rubric("expbench-v1"), judge, detect_copies=True)
     references = [True] if args.only_reference else [False, True] if args.reference else [False]
     # Every variant of every task without the reference first, then with it: a run stopped by its budget

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -50,6 +51,10 @@ class Settings(BaseSettings):
     llm_api_key: str | None = None
     llm_max_concurrency: int = Field(default=4, ge=1, description="LLM calls in flight per grade (1 for local).")
     llm_token_budget: int = Field(default=6000, ge=500, description="Prompt tokens per LLM call before leaves split.")
+    llm_citations: Literal["quotes", "blocks"] = Field(
+        default="quotes", description="How an LLM judge cites evidence for a verdict: quotes copied from the evidence "
+        "(checked against the submission) or the ids of the leaf's evidence blocks (for small local models that "
+        "cannot copy a line verbatim, e.g. the coder model).")
     auth_enabled: bool = True
     max_body_bytes: int = Field(
         default=10 * 1024 * 1024,

@@ -63,10 +63,16 @@ def level(leaf: Leaf, index_from_top: int) -> tuple[Verdict, float]:
 
 def quote(snippet: AlignedSnippet, context: GradingContext, *, max_lines: int = _QUOTE_LINES) -> EvidenceQuote:
     """The snippet as an evidence quote, checked against the submission's text."""
+    return snippet_quote(snippet, context.source_texts, max_lines=max_lines)
+
+
+def snippet_quote(snippet: AlignedSnippet, source_texts: dict[str, str], *,
+                  max_lines: int = _QUOTE_LINES) -> EvidenceQuote:
+    """The snippet as an evidence quote, checked against the submission's texts by source."""
     # Split hunks carry rebuilt "@@" headers that are not in the patch: quote the body only.
     lines = [line for line in snippet.text.splitlines() if not line.startswith("@@")]
     text = "\n".join(lines[:max_lines])
-    haystack = context.source_texts.get(snippet.source, "")
+    haystack = source_texts.get(snippet.source, "")
     return EvidenceQuote(source=snippet.source, text=text, location=snippet.location,
                          verified=quote_found(text, haystack, diff=snippet.source == "diff"),
                          similarity=round(snippet.similarity, 4))

@@ -18,7 +18,7 @@ from typing import Any
 from judge.checks.registry import CHECKS
 from judge.errors import JudgeCallError, JudgeConfigError
 from judge.judges.base import Judge, JudgeOutcome
-from judge.judges.llm_schemas import JudgeAnswerBase, answer_schema, build_answer_model
+from judge.judges.llm_schemas import CITATIONS, Citations, JudgeAnswerBase, answer_schema, build_answer_model
 from judge.judges.llm_transport import (
     CompletionFn,
     LLMTransport,
@@ -65,9 +65,12 @@ class LLMJudge(Judge):
         settings: Settings to read defaults and retry limits from (default: get_settings()).
         completion: Completion function replacing litellm.acompletion (scripted tests).
         sleep: Awaitable sleep between transport retries (tests record the waits).
+        citations: How the model cites evidence for a verdict: "quotes" (default: excerpts copied from the
+            evidence, checked against the submission) or "blocks" (the ids of the leaf's evidence blocks, for
+            small local models that cannot copy a line verbatim; see llm_schemas).
 
     Raises:
-        JudgeConfigError: On an empty model string or a non-positive count.
+        JudgeConfigError: On an empty model string, a non-positive count or an unknown citation style.
     """
 
     name = "llm"
@@ -88,6 +91,7 @@ class LLMJudge(Judge):
         settings: Settings | None = None,
         completion: CompletionFn | None = None,
         sleep: SleepFn | None = None,
+        citations: Citations = "quotes",
     ) -> None:
         if not model.strip():
             raise JudgeConfigError("the LLM judge needs a litellm model string", field="model")
@@ -96,6 +100,9 @@ class LLMJudge(Judge):
                 raise JudgeConfigError(f"must be at least 1, got {value}", field=field_name)
         if token_budget < 200:
             raise JudgeConfigError(f"must be at least 200 tokens, got {token_budget}", field="token_budget")
+        if citations not in CITATIONS:
+            raise JudgeConfigError(f"expected one of {list(CITATIONS)}, got {citations!r}", field="citations")
+        self.citations: Citations = citations
         settings = settings or get_settings()
         self.model = model
         self.samples = samples
@@ -111,37 +118,44 @@ class LLMJudge(Judge):
         self.transport = LLMTransport(self.config, completion=completion, sleep=sleep)
 
     def spec(self) -> dict[str, Any]:
-        """Name and the arguments that decide verdicts (endpoint, key, cache, concurrency: operational)."""
-        return {
-            "name": self.name,
-            "args": {
-                "model": self.model,
-                "samples": self.samples,
-                "temperature": self.temperature,
-                "seed": self.seed,
-                "token_budget": self.token_budget,
-                "fallback": self.fallback.spec(),
-            },
+        """Name and the arguments that decide verdicts (endpoint, key, cache, concurrency: operational).
+
+        `citations` is named only when it is not the default, so grades made before it existed keep their
+        fingerprint."""
+        args: dict[str, Any] = {
+            "model": self.model,
+            "samples": self.samples,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "token_budget": self.token_budget,
+            "fallback": self.fallback.spec(),
         }
+        if self.citations != "quotes":
+            args["citations"] = self.citations
+        return {"name": self.name, "args": args}
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """Prompt hash, model and sampling parameters."""
         return {
-            "prompt_hash": prompt_hash(),
+            "prompt_hash": prompt_hash(self.citations),
             "model": self.model,
             "sampling": {"temperature": self.temperature, "seed": self.seed, "samples": self.samples},
         }
 
     def plan_calls(self, evidence: list[LeafEvidence]) -> list[CallPlan]:
         """The calls this judge would make for the LLM-judged leaves of `evidence`."""
-        builder = PromptBuilder(estimate_text_tokens, self.token_budget)
+        builder = PromptBuilder(estimate_text_tokens, self.token_budget, self.citations)
         return builder.plan([e for e in evidence if llm_decides(e.leaf)])
 
     def tools_for(self, plan: CallPlan) -> list[dict[str, Any]]:
         """The tool definitions a call sends with its messages (API models count them as prompt tokens)."""
         from instructor.v2.core.schema import generate_openai_schema
 
-        return [{"type": "function", "function": dict(generate_openai_schema(build_answer_model(plan.labels)))}]
+        return [{"type": "function", "function": dict(generate_openai_schema(self.answer_model(plan)))}]
+
+    def answer_model(self, plan: CallPlan) -> type[JudgeAnswerBase]:
+        """The schema the model answers `plan` in (citing blocks: each leaf only its own block ids)."""
+        return build_answer_model(plan.labels, plan.blocks if self.citations == "blocks" else None)
 
     def render_requests(self, context: GradingContext, evidence: list[LeafEvidence]) -> list[list[dict[str, Any]]]:
         """The exact message lists one sample of each call would send (no call is made)."""
@@ -160,7 +174,7 @@ class LLMJudge(Judge):
 
         plans = self.plan_calls(evidence)
         semaphore = asyncio.Semaphore(self.max_concurrency)
-        models = [build_answer_model(plan.labels) for plan in plans]
+        models = [self.answer_model(plan) for plan in plans]
         jobs = [
             self._sample(plan, model, index, semaphore)
             for plan, model in zip(plans, models, strict=True)
@@ -188,7 +202,8 @@ class LLMJudge(Judge):
 
     def _decide(self, plan: CallPlan, sampled: list[_SampleResult], checker: QuoteChecker) -> list[LeafResult]:
         by_leaf = {
-            item.leaf.id: LeafSamples(item, self.samples, flags=list(plan.leaf_flags.get(item.leaf.id, [])))
+            item.leaf.id: LeafSamples(item, self.samples, flags=list(plan.leaf_flags.get(item.leaf.id, [])),
+                                      citations=self.citations)
             for item in plan.evidence
         }
         for outcome in sampled:
@@ -199,7 +214,8 @@ class LLMJudge(Judge):
                     collected.errors.append(outcome.error)
                 elif alias in answered:
                     got = answered[alias]
-                    collected.verdicts.append(SampleVerdict(got.verdict, list(got.quotes), got.rationale))
+                    collected.verdicts.append(SampleVerdict(got.verdict, got.quote_list(), got.rationale,
+                                                            [plan.block_snippets[c] for c in got.cite_list()]))
                 else:
                     collected.missing += 1
         # Each check holds the model's verdict to what its evidence found mechanically (judge/checks/base.py).

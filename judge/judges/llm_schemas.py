@@ -6,8 +6,13 @@ a grammar-constrained server (llama.cpp) can then only emit ids and labels that 
 an API model that strays is re-asked by instructor with the validation error. Numeric
 bounds are never used for decisions because llama.cpp's grammar ignores them.
 
-Field order is leaf_id, quotes, rationale, verdict: the model commits to evidence and a
+Field order is leaf_id, quotes (or cites), rationale, verdict: the model commits to evidence and a
 reason before it names a verdict.
+
+Two ways to cite evidence (`Citations`): "quotes", excerpts copied from the evidence and checked against the
+submission (what an API model does well), or "blocks", the ids of the leaf's own evidence blocks (E1, E2, ...),
+each slot admitting only its leaf's ids: a small local model that cannot copy a line verbatim can still point
+at the block it read, and a block, cut from the submission by the evidence layer, is verified by construction.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import copy
 import functools
 import json
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar, Literal, cast
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 from pydantic_core import from_json, to_json
@@ -34,6 +39,11 @@ MAX_QUOTES = 3
 MAX_QUOTE_CHARS = 200
 MAX_RATIONALE_CHARS = 200
 SCHEMA_VERSION = "3"
+
+# How an answer cites its evidence: "quotes" (excerpts, checked) or "blocks" (ids of the leaf's evidence blocks).
+Citations: TypeAlias = Literal["quotes", "blocks"]
+CITATIONS: tuple[Citations, ...] = ("quotes", "blocks")
+MAX_CITES = 3
 
 
 def _tidy_answer_schema(schema: dict[str, Any]) -> None:
@@ -76,7 +86,57 @@ class LeafVerdictBase(BaseModel):
     @field_validator("rationale", mode="before")
     @classmethod
     def _tidy_rationale(cls, rationale: Any) -> Any:
-        return rationale.strip()[:MAX_RATIONALE_CHARS] if isinstance(rationale, str) else rationale
+        return _cut_rationale(rationale)
+
+    def quote_list(self) -> list[str]:
+        """The quotes this verdict cites."""
+        return list(self.quotes)
+
+    def cite_list(self) -> list[str]:
+        """The evidence block ids this verdict cites (none: it quotes)."""
+        return []
+
+
+def _cut_rationale(rationale: Any) -> Any:
+    return rationale.strip()[:MAX_RATIONALE_CHARS] if isinstance(rationale, str) else rationale
+
+
+class CitedVerdictBase(BaseModel):
+    """One leaf's verdict citing evidence blocks by id; subclasses narrow `leaf_id` and `verdict`."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_titles)
+
+    leaf_id: str = Field(description="Id of the leaf, e.g. L1.")
+    cites: list[str] = Field(
+        max_length=MAX_CITES,
+        description="Ids of this leaf's evidence blocks that show the verdict, e.g. E2; [] if none.",
+    )
+    rationale: str = Field(max_length=MAX_RATIONALE_CHARS, description="One short sentence.")
+    verdict: str
+
+    @field_validator("cites", mode="before")
+    @classmethod
+    def _tidy_cites(cls, cites: Any) -> Any:
+        if not isinstance(cites, list):
+            return cites  # let validation report the wrong type
+        tidy = [c.strip() if isinstance(c, str) else c for c in cites]
+        return list(dict.fromkeys(c for c in tidy if c != ""))[:MAX_CITES]
+
+    @field_validator("rationale", mode="before")
+    @classmethod
+    def _tidy_rationale(cls, rationale: Any) -> Any:
+        return _cut_rationale(rationale)
+
+    def quote_list(self) -> list[str]:
+        """The quotes this verdict cites (none: it cites blocks)."""
+        return []
+
+    def cite_list(self) -> list[str]:
+        """The evidence block ids this verdict cites."""
+        return list(self.cites)
+
+
+VerdictItem: TypeAlias = LeafVerdictBase | CitedVerdictBase
 
 
 class JudgeAnswerBase(BaseModel):
@@ -87,8 +147,10 @@ class JudgeAnswerBase(BaseModel):
     # alias -> labels that leaf may take (a call can mix leaf kinds; the union Literal
     # alone would let a binary leaf take an ordinal label).
     allowed_labels: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # alias -> evidence block ids that leaf may cite; None: the answer quotes instead.
+    allowed_cites: ClassVar[dict[str, tuple[str, ...]] | None] = None
 
-    verdicts: list[LeafVerdictBase]
+    verdicts: list[VerdictItem]
 
     @model_validator(mode="after")
     def _labels_fit_leaves(self) -> JudgeAnswerBase:
@@ -99,6 +161,11 @@ class JudgeAnswerBase(BaseModel):
                 raise ValueError(
                     f"verdict {item.verdict!r} is not allowed for {item.leaf_id}; use one of {list(allowed)}"
                 )
+            cites = self.allowed_cites.get(item.leaf_id, ()) if self.allowed_cites is not None else None
+            stray = [c for c in item.cite_list() if cites is not None and c not in cites]
+            if stray:
+                shown = ", ".join(cites or ()) or "none: cite []"
+                raise ValueError(f"{item.leaf_id} cites {stray[0]!r}, not one of its evidence blocks ({shown})")
             if item.leaf_id in seen and seen[item.leaf_id] != item.verdict:
                 raise ValueError(f"{item.leaf_id} appears twice with different verdicts")
             seen[item.leaf_id] = item.verdict
@@ -114,9 +181,9 @@ class JudgeAnswerBase(BaseModel):
             return super().model_json_schema(*args, **kwargs)
         return cast(dict[str, Any], from_json(to_json(_default_schema(cls))))  # a copy, 4x faster than deepcopy
 
-    def by_leaf(self) -> dict[str, LeafVerdictBase]:
+    def by_leaf(self) -> dict[str, VerdictItem]:
         """The first verdict given for each leaf alias."""
-        out: dict[str, LeafVerdictBase] = {}
+        out: dict[str, VerdictItem] = {}
         for item in self.verdicts:
             out.setdefault(item.leaf_id, item)
         return out
@@ -142,12 +209,13 @@ def _literal(values: Sequence[str]) -> Any:
     return cast(Any, Literal)[tuple(values)]
 
 
-def _positional_items(item: type[BaseModel], leaf_labels: dict[str, tuple[str, ...]]) -> Any:
+def _positional_items(item: type[BaseModel], leaf_labels: dict[str, tuple[str, ...]],
+                      leaf_cites: dict[str, tuple[str, ...]] | None) -> Any:
     """A json_schema_extra that lays `verdicts` out as one fixed slot per leaf (prefixItems).
 
-    Slot k admits only leaf k's id and leaf k's own labels, so a grammar-constrained server
-    emits every leaf exactly once, in order, with a label that leaf can take. Validation
-    stays with the pydantic model: a looser list, so an API model that leaves a leaf out
+    Slot k admits only leaf k's id and leaf k's own labels (and, citing blocks, leaf k's own block ids),
+    so a grammar-constrained server emits every leaf exactly once, in order, with a label that leaf can
+    take. Validation stays with the pydantic model: a looser list, so an API model that leaves a leaf out
     loses that leaf only (it becomes unscored), not the whole call.
     """
 
@@ -155,67 +223,81 @@ def _positional_items(item: type[BaseModel], leaf_labels: dict[str, tuple[str, .
         base = item.model_json_schema()
         base.pop("title", None)
         schema.pop("items", None)
-        slots = _slots(base, leaf_labels)
+        slots = _slots(base, leaf_labels, leaf_cites)
         schema.update(prefixItems=slots, items=False, minItems=len(slots), maxItems=len(slots))
 
     return layout
 
 
-def _slots(base: dict[str, Any], leaf_labels: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+def _slots(base: dict[str, Any], leaf_labels: dict[str, tuple[str, ...]],
+           leaf_cites: dict[str, tuple[str, ...]] | None = None) -> list[dict[str, Any]]:
     slots = []
     for alias, labels in leaf_labels.items():
         slot = copy.deepcopy(base)
         slot["properties"]["leaf_id"] = {"const": alias, "type": "string"}
+        if leaf_cites is not None:
+            ids = leaf_cites.get(alias, ())
+            cites = slot["properties"]["cites"]
+            cites["items"] = {"enum": list(ids), "type": "string"} if ids else {"type": "string"}
+            cites["maxItems"] = min(MAX_CITES, len(ids))
         slot["properties"]["verdict"] = {"enum": list(labels), "type": "string"}
         slots.append(slot)
     return slots
 
 
-def build_answer_model(leaf_labels: dict[str, tuple[str, ...]]) -> type[JudgeAnswerBase]:
+def build_answer_model(leaf_labels: dict[str, tuple[str, ...]],
+                       leaf_cites: dict[str, tuple[str, ...]] | None = None) -> type[JudgeAnswerBase]:
     """The answer schema of one call.
 
     Args:
         leaf_labels: Leaf alias (as shown in the prompt) -> labels that leaf may take,
             in prompt order.
+        leaf_cites: Citing blocks: leaf alias -> the ids of that leaf's own evidence blocks (E1, ...);
+            None: the answer cites quotes.
 
     Returns:
         A model whose JSON schema has one slot per leaf (see `_positional_items`) and
         which validates `verdicts` as a list of items whose `leaf_id` is a Literal of the
         aliases and whose `verdict` is a Literal of every label in the call; a validator
-        checks each leaf's label against its own set.
+        checks each leaf's label (and cited blocks) against its own set.
     """
     if not leaf_labels:
         raise ValueError("an answer schema needs at least one leaf")
-    return _answer_model(tuple((alias, tuple(values)) for alias, values in leaf_labels.items()))
+    cites = None if leaf_cites is None else tuple((alias, tuple(leaf_cites.get(alias, ()))) for alias in leaf_labels)
+    return _answer_model(tuple((alias, tuple(values)) for alias, values in leaf_labels.items()), cites)
 
 
 @functools.lru_cache(maxsize=4096)
-def _item_model(aliases: tuple[str, ...], labels: tuple[str, ...]) -> type[LeafVerdictBase]:
+def _item_model(aliases: tuple[str, ...], labels: tuple[str, ...],
+                cited: bool = False) -> type[LeafVerdictBase | CitedVerdictBase]:
     # Shared by every layout with these aliases (L1..Ln) and this label union.
     return create_model(
         "LeafVerdict",
-        __base__=LeafVerdictBase,
+        __base__=CitedVerdictBase if cited else LeafVerdictBase,
         leaf_id=(_literal(aliases), Field(description="Id of the leaf, e.g. L1.")),
         verdict=(_literal(labels), ...),
     )
 
 
 @functools.lru_cache(maxsize=4096)
-def _answer_model(leaf_labels_items: tuple[tuple[str, tuple[str, ...]], ...]) -> type[JudgeAnswerBase]:
+def _answer_model(leaf_labels_items: tuple[tuple[str, tuple[str, ...]], ...],
+                  leaf_cites_items: tuple[tuple[str, tuple[str, ...]], ...] | None = None) -> type[JudgeAnswerBase]:
     # Building a model class and its schema costs milliseconds; calls with the same aliases and
     # labels (most calls: L1..Ln with a rubric's few label sets) share one class.
     leaf_labels = dict(leaf_labels_items)
+    leaf_cites = None if leaf_cites_items is None else dict(leaf_cites_items)
     labels: list[str] = []
     for values in leaf_labels.values():
         labels.extend(v for v in values if v not in labels)
-    item = _item_model(tuple(leaf_labels), tuple(labels))
+    item = _item_model(tuple(leaf_labels), tuple(labels), leaf_cites is not None)
     answer = create_model(
         "GradeLeaves",
         __base__=JudgeAnswerBase,
         __doc__="Record one verdict for every leaf.",
-        verdicts=(cast(Any, list)[item], Field(json_schema_extra=_positional_items(item, leaf_labels))),
+        verdicts=(cast(Any, list)[item], Field(json_schema_extra=_positional_items(item, leaf_labels, leaf_cites))),
     )
     answer.allowed_labels = dict(leaf_labels)
+    answer.allowed_cites = leaf_cites
     return answer
 
 
@@ -233,7 +315,10 @@ def _one_leaf_schema() -> dict[str, Any]:
 def _default_schema(model: type[JudgeAnswerBase]) -> dict[str, Any]:
     # A call's schema is the one-leaf schema with its own slots, laid out as `_positional_items`
     # does: the same dict, key order included, as pydantic would generate (a test checks), without
-    # running pydantic's generator per call (calls rarely share a leaf layout across tasks).
+    # running pydantic's generator per call (calls rarely share a leaf layout across tasks). Answers that
+    # cite blocks take pydantic's generator: the local models that need them spend seconds per call anyway.
+    if model.allowed_cites is not None:
+        return pydantic_schema(model)
     schema = cast(dict[str, Any], from_json(to_json(_one_leaf_schema())))
     verdicts = schema["properties"]["verdicts"]
     slot = dict(verdicts["prefixItems"][0])

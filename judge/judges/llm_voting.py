@@ -11,6 +11,10 @@ Rules (each one a decision a grade must be able to explain):
   quote that is not in the submission, or without any quote on a requirement or claim
   leaf, becomes `unscored` / "unsupported_evidence"; the model's verdict stays in the
   flags ("model_said:pass"). A fail keeps its verdict; an unverified quote only flags it.
+  Answers that cite evidence blocks by id (citations "blocks") instead of quoting: the schema admits
+  only the leaf's own blocks, so each cited block is evidence of the verdict as shown to the
+  model (its opening lines, checked like any quote); a positive verdict citing no block is
+  "unsupported_evidence" as a quote-less one is.
 - `claim_vs_diff`: correct -> pass, incorrect -> fail, unverifiable or incomplete -> `unscored`
   with reason_code "not_applicable" and flag "unverifiable" / "incomplete" (the claim is not gradable from the
   diff, which is neither a pass nor a fail of the judge).
@@ -26,11 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.checks.registry import CHECKS
+from judge.checks.verdicts import snippet_quote
 from judge.errors import JudgeCallError
+from judge.judges.llm_schemas import Citations
 from judge.judges.prompt_fencing import neutralise
 from judge.judges.prompts import quote_required
 from judge.models import EvidenceQuote, EvidenceSource, Leaf, LeafResult, ReasonCode, Verdict
-from judge.models.evidence import LeafEvidence
+from judge.models.evidence import AlignedSnippet, LeafEvidence
 from judge.safety.quotes import quote_in
 
 _STAGE_SOURCE: dict[str, EvidenceSource] = {
@@ -50,6 +56,7 @@ class SampleVerdict:
     label: str
     quotes: list[str]
     rationale: str
+    cited: list[AlignedSnippet] = field(default_factory=list)  # evidence blocks cited by id
 
 
 @dataclass
@@ -62,6 +69,7 @@ class LeafSamples:
     errors: list[JudgeCallError] = field(default_factory=list)
     missing: int = 0
     flags: list[str] = field(default_factory=list)
+    citations: Citations = "quotes"
 
 
 def label_outcome(leaf: Leaf, label: str) -> tuple[Verdict, float | None]:
@@ -113,6 +121,10 @@ class QuoteChecker:
         fallback = sources[0] if sources else _STAGE_SOURCE.get(item.leaf.stage, "agent_log")
         return EvidenceQuote(source=fallback, text=quote, verified=False)
 
+    def block(self, snippet: AlignedSnippet) -> EvidenceQuote:
+        """An evidence block the model cited by id, as evidence (its opening lines, checked as a quote is)."""
+        return snippet_quote(snippet, self._texts)
+
 
 def _unscored(
     item: LeafEvidence, code: ReasonCode, reason: str, judge: str, flags: list[str], *,
@@ -160,7 +172,9 @@ def decide_leaf(samples: LeafSamples, checker: QuoteChecker, *, judge: str = "ll
     confidence = votes[winner] / samples.samples
     backing = [v for v in samples.verdicts if v.label == winner]
     quotes = list(dict.fromkeys(q for v in backing for q in v.quotes))
-    evidence = [checker.check(q, item) for q in quotes]
+    cited = list({(s.source, s.location, s.text): s for v in backing for s in v.cited}.values())
+    quoted = [checker.check(q, item) for q in quotes]
+    evidence = quoted + [checker.block(s) for s in cited]
     rationale = backing[0].rationale
     extra: dict[str, Any] = {
         "votes": votes,
@@ -169,7 +183,7 @@ def decide_leaf(samples: LeafSamples, checker: QuoteChecker, *, judge: str = "ll
         "rationale": rationale,
     }
     verdict, score = label_outcome(leaf, winner)
-    unverified = [e.text for e in evidence if not e.verified]
+    unverified = [e.text for e in quoted if not e.verified]  # a cited block was cut from the submission
 
     if verdict == "unscored":  # an answer label that means "not gradable" (e.g. a claim the diff cannot settle)
         return _unscored(
@@ -184,11 +198,12 @@ def decide_leaf(samples: LeafSamples, checker: QuoteChecker, *, judge: str = "ll
         if unverified:
             reason = f"cited text not found in the submission: {unverified[0][:120]!r}"
             return _unscored(item, "unsupported_evidence", reason, judge, [*flags, f"model_said:{winner}"], **extra)
-        if not quotes and quote_required(leaf):
+        if not quotes and not cited and quote_required(leaf):
             return _unscored(
                 item,
                 "unsupported_evidence",
-                "no quote cited for a positive verdict",
+                "no quote cited for a positive verdict" if samples.citations == "quotes"
+                else "no evidence block cited for a positive verdict",
                 judge,
                 [*flags, f"model_said:{winner}"],
                 **extra,

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from judge.checks.registry import CHECKS
-from judge.judges.llm_schemas import SCHEMA_VERSION, labels_for
+from judge.judges.llm_schemas import SCHEMA_VERSION, Citations, labels_for
 from judge.judges.prompt_fencing import FENCE_RULE, fence, looks_like_injection, neutralise
 from judge.judges.prompt_reference import REFERENCE_RULE, fence_reference, leaf_references, reference_key
 from judge.judges.prompt_reference import hash_parts as reference_hash_parts
@@ -42,6 +43,7 @@ def quote_required(leaf: Leaf) -> bool:
     return leaf.check.name in CHECKS and CHECKS.get(leaf.check.name).quote_required
 
 
+QUOTE_RULE = "Copy quotes verbatim from that evidence; a verdict above the lowest needs a quote."
 SYSTEM_TEMPLATE = """\
 You grade an AI research agent's {stage} against ground truth, leaf by leaf.
 {fence_rule}
@@ -50,6 +52,12 @@ a verdict above the lowest needs a quote. No evidence: the lowest verdict.
 Call {tool} with one entry per leaf id.
 Criteria:
 {criteria}"""
+# Citing blocks (llm_schemas.Citations): the same rules, the quote rule replaced by this one.
+CITE_RULE = "Cite the ids of the evidence blocks that show it; a verdict above the lowest needs a cited block."
+SYSTEM_TEMPLATES: dict[Citations, str] = {
+    "quotes": SYSTEM_TEMPLATE,
+    "blocks": SYSTEM_TEMPLATE.replace(QUOTE_RULE, CITE_RULE),
+}
 CRITERION_TEMPLATE = "{cid}: {criterion}\n  {answers}"
 BINARY_ANSWERS = "verdict: pass = the criterion is met; fail = it is not"
 LEVEL_TEMPLATE = "{label} ({score:g}): {anchor}"
@@ -64,8 +72,12 @@ MAX_FACTS_CHARS = 400
 MESSAGE_OVERHEAD_TOKENS = 8
 
 
-def prompt_hash() -> str:
-    """Hash of every template and rule the prompts are built from (changes with any wording)."""
+def prompt_hash(citations: Citations = "quotes") -> str:
+    """Hash of every template and rule the prompts are built from (changes with any wording).
+
+    Citing quotes hashes the parts it always did (grades fingerprinted before citing blocks existed stay
+    found); citing blocks adds its rule.
+    """
     parts = [
         PROMPT_VERSION,
         SCHEMA_VERSION,
@@ -84,6 +96,8 @@ def prompt_hash() -> str:
         FENCE_RULE,
         str(MAX_FACTS_CHARS),
     ]
+    if citations != "quotes":
+        parts += [f"citations={citations}", CITE_RULE]
     return content_hash(parts)
 
 
@@ -98,6 +112,8 @@ class CallPlan:
     messages: list[dict[str, str]]
     estimated_tokens: int
     leaf_flags: dict[str, list[str]] = field(default_factory=dict)  # leaf id -> flags from rendering
+    blocks: dict[str, tuple[str, ...]] = field(default_factory=dict)  # alias -> ids of that leaf's evidence blocks
+    block_snippets: dict[str, AlignedSnippet] = field(default_factory=dict)  # block id ("E1") -> what it shows
 
 
 def _one_line(text: str) -> str:
@@ -161,6 +177,18 @@ def _leaf_reference(ids: list[str]) -> str:
     return LEAF_REFERENCE.format(ids=", ".join(ids)) if ids else ""
 
 
+class _Parts(NamedTuple):
+    """A call's rendered pieces: the system message, evidence and reference blocks, leaf lines, and which
+    blocks each leaf alias was shown (with what each block id shows)."""
+
+    system: str
+    blocks: list[str]
+    references: list[str]
+    lines: list[str]
+    leaf_blocks: dict[str, tuple[str, ...]]
+    snippets: dict[str, AlignedSnippet]
+
+
 @dataclass
 class _ItemCost:
     criterion_key: str
@@ -193,11 +221,13 @@ class PromptBuilder:
     Args:
         count_tokens: Counts the tokens of a piece of text for the judged model.
         token_budget: Prompt tokens (messages, estimated as the sum of their parts) one call may use.
+        citations: How the answers cite evidence ("quotes" or "blocks"), which sets the system message's rule.
     """
 
-    def __init__(self, count_tokens: Callable[[str], int], token_budget: int) -> None:
+    def __init__(self, count_tokens: Callable[[str], int], token_budget: int, citations: Citations = "quotes") -> None:
         if token_budget < 200:
             raise ValueError("token_budget must be at least 200 prompt tokens")
+        self._system_template = SYSTEM_TEMPLATES[citations]
         self._count_raw = count_tokens
         self._budget = token_budget
         self._counts: dict[str, int] = {}
@@ -261,7 +291,8 @@ class PromptBuilder:
     def _base_tokens(self) -> int:
         """Tokens of a call before any leaf: the rules, the message overheads and the section titles."""
         if self._base is None:
-            system = SYSTEM_TEMPLATE.format(stage="submission", fence_rule=FENCE_RULE, tool=TOOL_NAME, criteria="")
+            system = self._system_template.format(stage="submission", fence_rule=FENCE_RULE, tool=TOOL_NAME,
+                                                  criteria="")
             self._base = self._count(system) + 2 * MESSAGE_OVERHEAD_TOKENS + self._count("Evidence:\nLeaves:\n")
         return self._base
 
@@ -298,13 +329,14 @@ class PromptBuilder:
     def _alone(self, item: LeafEvidence) -> int:
         return self._base_tokens() + _Tally().added_by(self._item_cost(item))
 
-    def _parts(self, batch: Sequence[LeafEvidence]) -> tuple[str, list[str], list[str], list[str]]:
+    def _parts(self, batch: Sequence[LeafEvidence]) -> _Parts:
         criteria: dict[str, str] = {}
         blocks: dict[tuple[str, str, str], str] = {}
         block_ids: dict[tuple[str, str, str], str] = {}
         reference_blocks: dict[tuple[str, str, str], str] = {}
         reference_ids: dict[tuple[str, str, str], str] = {}
         lines: list[str] = []
+        leaf_blocks: dict[str, tuple[str, ...]] = {}
         for index, item in enumerate(batch, start=1):
             leaf = item.leaf
             ckey = self._criterion_key(leaf)
@@ -319,6 +351,7 @@ class PromptBuilder:
                     blocks[key] = self._fence(snippet, block_ids[key])
                 if block_ids[key] not in refs:
                     refs.append(block_ids[key])
+            leaf_blocks[f"L{index}"] = tuple(refs)
             shown: list[str] = []
             for span in leaf_references(item):
                 key = reference_key(span)
@@ -342,10 +375,11 @@ class PromptBuilder:
             )
         stage = " and ".join(dict.fromkeys(item.leaf.stage for item in batch)) if batch else "submission"
         rules = f"{FENCE_RULE}\n{REFERENCE_RULE}" if reference_blocks else FENCE_RULE
-        system = SYSTEM_TEMPLATE.format(
+        system = self._system_template.format(
             stage=stage, fence_rule=rules, tool=TOOL_NAME, criteria="\n".join(criteria.values())
         )
-        return system, list(blocks.values()), list(reference_blocks.values()), lines
+        snippets = {block_ids[_snippet_key(s)]: s for item in batch for s in item.snippets}
+        return _Parts(system, list(blocks.values()), list(reference_blocks.values()), lines, leaf_blocks, snippets)
 
     def _fence(self, snippet: AlignedSnippet, block_id: str) -> str:
         # Estimating re-renders a growing batch; fencing (neutralise + hash) is memoised.
@@ -355,7 +389,7 @@ class PromptBuilder:
         return self._fenced[key]
 
     def _render(self, batch: list[LeafEvidence], cut: set[str], estimated_tokens: int) -> CallPlan:
-        system, blocks, references, lines = self._parts(batch)
+        system, blocks, references, lines, leaf_blocks, snippets = self._parts(batch)
         evidence = "\n".join(blocks) if blocks else NO_EVIDENCE
         if references:  # the agent's code, then the reference, then the questions (see the module docstring)
             user = USER_REFERENCE_TEMPLATE.format(evidence=evidence, reference="\n".join(references),
@@ -382,4 +416,6 @@ class PromptBuilder:
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
             estimated_tokens=estimated_tokens,
             leaf_flags=flags,
+            blocks=leaf_blocks,
+            block_snippets=snippets,
         )

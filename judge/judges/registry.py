@@ -75,7 +75,8 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
         check_api_key(spec)
     return LLMJudge(spec, samples=samples, fallback=EmbeddedJudge(), cache=cache, api_base=base, api_key=key,
                     max_concurrency=max_concurrency or settings.llm_max_concurrency,
-                    token_budget=settings.llm_token_budget, settings=settings, completion=completion)
+                    token_budget=settings.llm_token_budget, settings=settings, completion=completion,
+                    citations=settings.llm_citations)
 
 
 def check_api_base(base: str | None, *, field: str = "api_base") -> None:

@@ -164,3 +164,20 @@ async def test_the_coder_model_tells_a_requirement_s_code_from_unrelated_text(co
         assert result.verdict == next(iter(result.votes)) or result.reason_code == "unsupported_evidence", result
     assert outcome.usage.llm_calls >= 1 and outcome.usage.prompt_tokens > 0
     assert judge.fingerprint_fields()["model"] == f"openai/{coder.ALIAS}"
+
+
+@pytest.mark.llm
+@pytest.mark.coder
+async def test_the_coder_model_citing_blocks_gives_verdicts_the_quote_check_refused(
+        coder_server: LocalModelServer) -> None:
+    # Stop 30: quoting, every positive vote of the coder model was `unscored` (its quotes were not verbatim).
+    # Citing blocks, the leaf whose hunk does what it asks is decided, with that hunk as its evidence.
+    settings = Settings(llm_timeout_seconds=1800, llm_max_transport_retries=0)
+    judge = LLMJudge(coder_server.model, api_base=coder_server.api_base, api_key="local", fallback=EmbeddedJudge(),
+                     max_concurrency=1, token_budget=2000, settings=settings, citations="blocks")
+    outcome = await judge.judge_leaves(make_context(), [requirement(0, LR_FLAG, args_hunk())])
+    result = outcome.results[0]
+    assert result.judge == "llm" and result.votes == {"pass": 1}, result
+    assert result.verdict == "pass", result
+    assert [e.location for e in result.evidence] == ["train.py @@ -10,6 +10,8 @@"]
+    assert judge.spec()["args"]["citations"] == "blocks"

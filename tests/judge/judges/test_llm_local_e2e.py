@@ -287,3 +287,28 @@ def test_answer_schema_compiles_to_a_llama_grammar_with_one_slot_per_leaf() -> N
     grammar = llama_grammar.json_schema_to_gbnf(json.dumps(build_answer_model(labels).model_json_schema()))
     assert '::= "\\"L1\\""' in grammar and '::= "\\"L2\\""' in grammar
     assert '"\\"implemented\\""' in grammar and "verdicts-tuple-1" in grammar
+
+
+def test_a_block_citing_schema_compiles_to_a_grammar_admitting_only_each_leaf_s_blocks() -> None:
+    from llama_cpp import llama_grammar
+
+    from judge.judges.llm_schemas import build_answer_model
+
+    labels = {"L1": ("pass", "fail"), "L2": ("pass", "fail")}
+    model = build_answer_model(labels, {"L1": ("E1", "E2"), "L2": ()})
+    grammar = llama_grammar.json_schema_to_gbnf(json.dumps(model.model_json_schema()))
+    assert '"\\"E1\\""' in grammar and '"\\"E2\\""' in grammar and "quotes" not in grammar
+
+
+async def test_local_model_grades_citing_blocks(local_llm: LocalModelServer) -> None:
+    # Citing blocks through the real server: the grammar holds each slot to its leaf's own block ids, so every
+    # citation the model makes is one of the blocks it was shown for that leaf.
+    judge = LLMJudge(local_llm.model, api_base=local_llm.api_base, api_key="local", fallback=EmbeddedJudge(),
+                     settings=SETTINGS, citations="blocks")
+    evidence = example_evidence()
+    outcome = await judge.judge_leaves(make_context(), evidence)
+    for result, item in zip(outcome.results, evidence, strict=True):
+        assert_valid(result, item)
+        shown = {(s.source, s.location) for s in item.snippets}
+        assert all((e.source, e.location) in shown for e in result.evidence), result
+    print("verdicts:", [(r.leaf_id, r.verdict, r.reason_code, len(r.evidence)) for r in outcome.results])
