@@ -26,7 +26,7 @@ coder signal enters only the requirement check, so (c) grades claims as (a) does
 
 Reproduce:  .venv/bin/python bench/coder_compare.py [--tasks-per-paper 1] [--leaves-per-task 3]
             [--llm [--skip-embedded] --llm-budget-minutes 40 --llm-citations blocks|quotes] [--llm-rows FILE]
-            [--n-threads 2]
+            [--n-threads 2] [--systems a,c]
             [--json out/coder_compare.json]
             (a run with --llm keeps (b)'s rows in --llm-rows; a later run without --llm reports them beside
             (a) and (c))
@@ -170,6 +170,10 @@ async def llm_rows(plan: list[tuple[Any, Any, str]], leaves: int, budget_s: floa
     return rows, made, server.model, rss
 
 
+def _leaf_key(row: Row) -> tuple[str, str, int]:
+    return row["task"], row["variant"], row["index"]
+
+
 def interval(rows: list[Row], draws: int = 1000, seed: int = 0) -> tuple[float | None, float | None]:
     """95% interval of macro-F1 resampling tasks (a task's leaves are not independent)."""
     by_task: dict[str, list[Row]] = defaultdict(list)
@@ -203,9 +207,15 @@ def report(rows: list[Row], timing: dict[str, float]) -> dict[str, Any]:
         print(f"\n== {title} ==")
         print(f"{'system':28} {'leaves':>6} {'macro-F1':>8} {'95% CI':>13} {'hit@1':>6} "
               + " ".join(f"{k.replace('restate_', 'r:')[:10]:>10}" for k in kinds))
+        graded_by_b = {_leaf_key(r) for r in rows if r["system"] == "b" and r["mode"] == mode}
         for system, name in (("a", "(a) embedded"), ("b", "(b) LLM path, coder model"),
-                             ("c", "(c) embedded + coder signal")):
-            mine = [r for r in rows if r["system"] == system and r["mode"] == mode]
+                             ("c", "(c) embedded + coder signal"), ("a@b", "(a) on (b)'s leaves"),
+                             ("c@b", "(c) on (b)'s leaves")):
+            own_system, _, restricted = system.partition("@")
+            mine = [r for r in rows if r["system"] == own_system and r["mode"] == mode
+                    and (not restricted or _leaf_key(r) in graded_by_b)]
+            if restricted and (not graded_by_b or not mine):
+                continue
             if not mine:
                 print(f"{name:28} {'not run':>6}")
                 continue
@@ -265,6 +275,7 @@ def main() -> None:
                         help="how (b) cites evidence: the ids of the leaf's evidence blocks (what a 1.5B model can "
                              "do) or quotes copied from it (stop 30: every quote of the coder model missed)")
     parser.add_argument("--skip-embedded", action="store_true", help="grade only (b) (with --llm)")
+    parser.add_argument("--systems", default="a,c", help="which of (a) and (c) to grade (c reads ~10 s a leaf)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     args.llm_rows = args.llm_rows or OUT / f"llm_rows_{args.llm_citations}.json"
@@ -279,6 +290,9 @@ def main() -> None:
     reader = CodeReader(n_threads=args.n_threads, cache_file=OUT / "readings.jsonl")
     rubric = load_rubric(args.rubric)
     graders = {"a": Grader(rubric, EmbeddedJudge()), "c": Grader(rubric, EmbeddedJudge(code_reader=reader))}
+    graders = {k: v for k, v in graders.items() if k in args.systems.split(",")}
+    if "a" not in graders:
+        parser.error("--systems must include a (its preparation is shared)")
     timing: dict[str, float] = defaultdict(float)
     rows: list[Row] = []
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
