@@ -69,8 +69,9 @@ def owner(filename: str) -> str:
     return "python / other"
 
 
-def _regrade_cpu(base: str, work: Path, lines: list[dict[str, Any]], tag: str) -> tuple[float, float, int]:
-    """CPU ms per upstream call of one regrade: the whole process, and its event-loop thread alone."""
+def _regrade_cpu(base: str, work: Path, lines: list[dict[str, Any]], tag: str) -> tuple[float, float, int, float]:
+    """CPU ms per upstream call of one regrade (the whole process, and its event-loop thread alone), the calls
+    made, and the process's CPU ms per grade."""
     loop_cpu = time.thread_time()
     m = asyncio.run(full_regrade(base, write(work / f"{tag}.jsonl", lines), work / f"{tag}.db", work / f"out-{tag}",
                                  16))
@@ -78,7 +79,7 @@ def _regrade_cpu(base: str, work: Path, lines: list[dict[str, Any]], tag: str) -
     if m["failed"]:
         raise RuntimeError(f"{m['failed']:.0f} runs failed in the regrade {tag}")
     calls = max(int(m["calls"]), 1)
-    return 1000 * m["cpu"] / calls, 1000 * loop_cpu / calls, int(m["calls"])
+    return 1000 * m["cpu"] / calls, 1000 * loop_cpu / calls, int(m["calls"]), 1000 * m["cpu"] / max(m["grades"], 1)
 
 
 def profile_regrade(base: str, work: Path, lines: list[dict[str, Any]], top: int = 0) -> list[tuple[str, float]]:
@@ -127,18 +128,21 @@ def main() -> None:
         transport: list[float] = []
         regrade: list[float] = []
         loop: list[float] = []
+        per_grade: list[float] = []
         calls = 0
         for number in range(args.rounds):
             floor = asyncio.run(measure_floor(f"{base}/v1", args.calls))
             bare.append(floor["litellm"])
             transport.append(floor["transport"])
             level = lines[40 + args.runs * number : 40 + args.runs * (number + 1)]
-            cpu, loop_cpu, made = _regrade_cpu(base, work, level, f"round{number}")
+            cpu, loop_cpu, made, grade_cpu = _regrade_cpu(base, work, level, f"round{number}")
             regrade.append(cpu)
             loop.append(loop_cpu)
+            per_grade.append(grade_cpu)
             calls += made
             print(f"  round {number + 1}: bare litellm {floor['litellm']:.2f}, transport {floor['transport']:.2f}, "
-                  f"full regrade {cpu:.2f} CPU ms per call, {loop_cpu:.2f} of it on the event loop ({made} calls)")
+                  f"full regrade {cpu:.2f} CPU ms per call, {loop_cpu:.2f} of it on the event loop ({made} calls); "
+                  f"{grade_cpu:.2f} CPU ms per grade")
         floor_ms = statistics.median(bare)
         print(f"bare litellm.acompletion          {floor_ms:6.2f} CPU ms per call (the floor)")
         print(f"LLMTransport.call                 {statistics.median(transport):6.2f} CPU ms per call = "
@@ -148,6 +152,7 @@ def main() -> None:
               f"{args.rounds} rounds)")
         print(f"  of which on the event loop      {statistics.median(loop):6.2f} CPU ms per call = "
               f"{statistics.median(loop) / floor_ms:.2f}x the floor (the rest: evidence and store threads)")
+        print(f"full LLM regrade, per grade       {statistics.median(per_grade):6.2f} CPU ms per grade")
         if args.profile:
             started = time.process_time()
             groups = profile_regrade(base, work, lines[40 + args.runs * args.rounds :], args.top)

@@ -42,7 +42,7 @@ from judge.safety.ground_truth_leaks import (
 from judge.safety.leak_detection import LeakDetector, LeakFinding
 from judge.submission.view import SubmissionView, ViewCache, default_view_cache
 
-# Tasks whose copy detectors a Grader keeps (oldest dropped first).
+# Tasks whose copy detectors (oldest dropped first) and expanded leaves (dropped together) a Grader keeps.
 _DETECTORS_KEPT = 64
 # Closest candidates a leaf records beyond its cited evidence (LeafResult.compared).
 _COMPARED = 3
@@ -182,7 +182,8 @@ def with_compared(result: LeafResult, evidence: LeafEvidence | None, context: Gr
     if evidence is None or not evidence.snippets:
         return result
     cited = {(q.source, q.location) for q in result.evidence}
-    compared = [quote(s, context) for s in evidence.snippets if (s.source, s.location) not in cited][:_COMPARED]
+    kept = [s for s in evidence.snippets if (s.source, s.location) not in cited][:_COMPARED]
+    compared = [quote(s, context) for s in kept]  # only these are checked against the submission's text
     return result.model_copy(update={"compared": compared}) if compared else result
 
 
@@ -210,6 +211,7 @@ class Grader:
         self.detect_copies = detect_copies
         self.views = views or default_view_cache()
         self._detectors: dict[str, LeakDetector] = {}
+        self._expanded: dict[tuple[str, bool], list[Leaf]] = {}
         self.checks = CHECKS
         self.builder = EvidenceBuilder(embedder or default_embedder(), checks=CHECKS)
         self.fingerprint = fingerprint_for(rubric, judge, self.builder.embedder)
@@ -224,6 +226,19 @@ class Grader:
                 self._detectors.pop(next(iter(self._detectors)))
             detector = self._detectors[key] = LeakDetector.for_task(task)
         return detector
+
+    def _leaves(self, task: Task, task_hash: str | None) -> list[Leaf]:
+        """The rubric's leaves for `task`, expanded once per task content (`task_hash`, when the caller has it,
+        and the one metadata key expansion reads): every grade of a task has the same leaves."""
+        if task_hash is None:
+            return expand_rubric(self.rubric, task)
+        key = (task_hash, bool(task.metadata.get("requirements_from_method")))
+        leaves = self._expanded.get(key)
+        if leaves is None:
+            if len(self._expanded) >= _DETECTORS_KEPT:
+                self._expanded.clear()  # one atomic step: graders' threads may prepare side by side
+            leaves = self._expanded[key] = expand_rubric(self.rubric, task)
+        return list(leaves)
 
     def _decide_gates(self, leaves: list[Leaf], view: SubmissionView) -> dict[str, LeafResult]:
         decided: dict[str, LeafResult] = {}
@@ -243,7 +258,8 @@ class Grader:
         return find_copies(task, submission, self._detector(task, task_hash)) if self.detect_copies else []
 
     def _parsed(self, task: Task, submission: Submission, copies: list[LeakFinding],
-                leaves: list[Leaf] | None, submission_hash: str | None = None) -> PreparedGrade:
+                leaves: list[Leaf] | None, submission_hash: str | None = None,
+                task_hash: str | None = None) -> PreparedGrade:
         """The submission parsed (copied spans blanked out; a view of the same content is reused), the leaves
         (the rubric's, expanded, unless given) and the gates decided; no evidence yet.
 
@@ -255,7 +271,7 @@ class Grader:
         content_key = submission_hash if submission_hash is not None and parsed is submission \
             else parsed.content_hash()
         view = self.views.view(parsed, content_key=content_key, masked_files=masked)
-        leaves = expand_rubric(self.rubric, task) if leaves is None else leaves
+        leaves = self._leaves(task, task_hash) if leaves is None else leaves
         context = GradingContext(task=task, submission=submission, rubric=self.rubric,
                                  source_texts=view.source_texts())
         return PreparedGrade(view=view, leaves=leaves, decided=self._decide_gates(leaves, view), evidence=[],
@@ -284,7 +300,7 @@ class Grader:
         """
         # Text copied from the hidden ground truth is flagged and blanked out before anything aligns to it.
         copies = await asyncio.to_thread(self._copies, task, submission, task_hash) if self.detect_copies else []
-        prepared = self._parsed(task, submission, copies, None, submission_hash)
+        prepared = self._parsed(task, submission, copies, None, submission_hash, task_hash)
         await asyncio.to_thread(self._attach_evidence, prepared, task)
         return prepared
 
@@ -300,7 +316,7 @@ class Grader:
             try:
                 copies = self._copies(item.task, item.submission, hashes.task if hashes else None)
                 out.append(self._parsed(item.task, item.submission, copies, item.leaves,
-                                        hashes.submission if hashes else None))
+                                        hashes.submission if hashes else None, hashes.task if hashes else None))
             except MalformedDiffError as exc:
                 out.append(exc)
         ready = [p for p in out if isinstance(p, PreparedGrade)]

@@ -12,6 +12,7 @@ terms have no contrast and may share evidence. Separately, `name_terms` picks th
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from judge.submission.code_terms import identifiers_in, split_identifier, stem, term_set
+from judge.submission.code_terms import MEMO_MAX_CHARS, identifiers_in, split_identifier, stem, term_set
 
 # A leading list marker is layout, not content: "Step 3:", "Final step:", "2.", "(b)", "- ".
 _LIST_MARKER = re.compile(r"^\s*(?:(?:final\s+)?step\s*\d*\s*[:.)-]|\d+\s*[.):]|\(?[a-z]\)|[-*•+])\s*", re.I)
@@ -36,6 +37,7 @@ INSTRUCTION_WORDS: frozenset[str] = frozenset({
     "step", "final", "also", "option", "proper", "correct", "specif", "desir", "requir",
 })
 _SUBSTRING_MIN = 4  # a term this long also counts inside a longer identifier (jensen in jensenshannon)
+_TEXTS_KEPT = 4096  # texts whose evidence terms are kept (up to MEMO_MAX_CHARS long: units' texts)
 
 
 def requirement_terms(text: str) -> frozenset[str]:
@@ -80,10 +82,16 @@ def distinguishing_terms(requirements: Sequence[str], *, min_similarity: float =
     Returns:
         One `Distinguishing` per requirement, in order; a requirement without siblings has no terms.
     """
+    # A task's requirements are the same in every grade of the task: worked out once per list.
+    return list(_distinguishing_terms(tuple(requirements), min_similarity))
+
+
+@functools.lru_cache(maxsize=1024)
+def _distinguishing_terms(requirements: tuple[str, ...], min_similarity: float) -> tuple[Distinguishing, ...]:
     term_sets = [requirement_terms(text) for text in requirements]
     vocabulary = {term: i for i, term in enumerate(sorted(set().union(*term_sets)))} if term_sets else {}
     if not vocabulary:
-        return [Distinguishing(i, frozenset(), (), ()) for i in range(len(requirements))]
+        return tuple(Distinguishing(i, frozenset(), (), ()) for i in range(len(requirements)))
     rows = [i for i, terms in enumerate(term_sets) for _ in terms]
     cols = [vocabulary[t] for terms in term_sets for t in terms]
     matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(term_sets), len(vocabulary)))
@@ -104,7 +112,7 @@ def distinguishing_terms(requirements: Sequence[str], *, min_similarity: float =
                 contrasts.append(Contrast(other, terms - term_sets[other], term_sets[other] - terms))
         union = frozenset().union(*(c.own for c in contrasts)) if contrasts else frozenset()
         result.append(Distinguishing(index, union, tuple(contrasts), tuple(identical)))
-    return result
+    return tuple(result)
 
 
 def name_terms(text: str) -> frozenset[str]:
@@ -136,20 +144,25 @@ class EvidenceTerms:
         return len(term) >= _SUBSTRING_MIN and any(term in word for word in self.words)
 
 
+@functools.lru_cache(maxsize=_TEXTS_KEPT)
+def _text_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems and words of one text, worked out once per text (a unit's text is checked for every leaf
+    that picks it, in every grade of a submission sharing it)."""
+    words: set[str] = set()
+    for word in _WORD.findall(text):
+        words.add(word.lower())
+        words.update(split_identifier(word))
+    words.update(re.sub(r"[-_.]", "", joined).lower() for joined in _JOINED.findall(text))
+    words.update(name.lower().replace("_", "") for name in identifiers_in(text))
+    return term_set(text) | {stem(word) for word in words if word.isalpha()}, frozenset(words)
+
+
 def evidence_terms(texts: Iterable[str]) -> EvidenceTerms:
     """`EvidenceTerms` of some texts (a unit's executable text, its file path, ...)."""
-    stems: set[str] = set()
-    words: set[str] = set()
-    for text in texts:
-        stems |= term_set(text)
-        for word in _WORD.findall(text):
-            lowered = word.lower()
-            words.add(lowered)
-            words.update(split_identifier(word))
-        words.update(re.sub(r"[-_.]", "", joined).lower() for joined in _JOINED.findall(text))
-        words.update(name.lower().replace("_", "") for name in identifiers_in(text))
-    stems |= {stem(word) for word in words if word.isalpha()}
-    return EvidenceTerms(frozenset(stems), frozenset(words))
+    parts = [_text_terms(text) if len(text) <= MEMO_MAX_CHARS else _text_terms.__wrapped__(text) for text in texts]
+    if len(parts) == 1:
+        return EvidenceTerms(*parts[0])
+    return EvidenceTerms(frozenset().union(*(s for s, _ in parts)), frozenset().union(*(w for _, w in parts)))
 
 
 @dataclass(frozen=True)

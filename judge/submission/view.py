@@ -54,11 +54,16 @@ def requirement_paths(requirement: str) -> list[str]:
 _TOKEN = re.compile(r"[\w.@%+-]+")
 
 
+@functools.lru_cache(maxsize=8192)
+def _value_tokens(text: str) -> frozenset[str]:
+    """The lower-case tokens of a text (a design item is checked against every value of its task's variables)."""
+    return frozenset(t.strip(".").lower() for t in _TOKEN.findall(text)) - {""}
+
+
 def value_stated(value: str, text: str) -> bool:
     """Whether every token of a ground-truth value occurs in `text` (case-insensitive)."""
-    wanted = {t.strip(".").lower() for t in _TOKEN.findall(value.split(":", 1)[-1])} - {""}
-    have = {t.strip(".").lower() for t in _TOKEN.findall(text)}
-    return bool(wanted) and wanted <= have
+    wanted = _value_tokens(value.split(":", 1)[-1])
+    return bool(wanted) and wanted <= _value_tokens(text)
 
 
 def path_matches(named: str, touched: str) -> bool:
