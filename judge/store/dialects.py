@@ -1,5 +1,5 @@
-"""INSERT ... ON CONFLICT, the one primitive every idempotent write uses, as statements SQLAlchemy caches; and a
-look-up by many keys (`key_in`).
+"""INSERT ... ON CONFLICT, the one primitive every idempotent write uses, as statements SQLAlchemy caches; a
+look-up by many keys (`key_in`); and the hot statements of a grade's write run straight on SQLite (`run_hot`).
 
 PostgreSQL and SQLite (3.24+) both take `ON CONFLICT (columns) DO NOTHING` and `DO UPDATE SET c = excluded.c`;
 the unique constraint on the conflict columns is what makes a repeated write (a retried job, a redelivered
@@ -11,11 +11,14 @@ INSERT, whose compiled form is cached.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Insert, String, any_, bindparam, insert
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
@@ -84,3 +87,84 @@ def key_in(connection: Connection, column: Any, keys: Sequence[str]) -> Any:
     if connection.dialect.name == "postgresql":
         return column == any_(bindparam(None, list(keys), type_=ARRAY(String)))
     return column.in_(keys)
+
+
+class _Hot:
+    """A statement compiled once for SQLite and one set of parameter names: its SQL, and how a row of parameters
+    becomes the driver's values (in order, each through the bind processor SQLAlchemy would apply: a datetime's
+    text, a boolean's integer, a float's float)."""
+
+    def __init__(self, sql: str, names: Sequence[str], processors: Sequence[Callable[[Any], Any] | None],
+                 constants: dict[str, Any]) -> None:
+        self.sql = sql
+        # itemgetter of one name gives the value, not a tuple of it
+        self._values: Callable[[Mapping[str, Any]], Sequence[Any]] = (
+            operator.itemgetter(*names) if len(names) > 1 else lambda row: tuple(row[name] for name in names))
+        self._processed = [(index, process) for index, process in enumerate(processors) if process is not None]
+        self._constants = constants  # binds the statement holds a value for (LIMIT 1), not given by the caller
+
+    def row(self, params: Mapping[str, Any]) -> list[Any]:
+        values = list(self._values({**self._constants, **params} if self._constants else params))
+        for index, process in self._processed:
+            values[index] = process(values[index])
+        return values
+
+
+# (statement id, parameter names) -> (the statement, its compiled form or None where SQLAlchemy must run it).
+_HOT: dict[tuple[int, tuple[str, ...]], tuple[Any, _Hot | None]] = {}
+
+
+def _hot(connection: Connection, statement: Any, keys: tuple[str, ...]) -> _Hot | None:
+    known = _HOT.get((id(statement), keys))
+    if known is not None and known[0] is statement:
+        return known[1]
+    dialect = connection.dialect
+    compiled: Any = statement.compile(dialect=dialect, column_keys=list(keys))
+    names = tuple(compiled.positiontup or ())
+    binds = {name: compiled.binds[name] for name in names}
+    constants = {name: bind.value for name, bind in binds.items()
+                 if name not in keys and bind.callable is None and not bind.required}
+    # Only plain binds, each given or held: no Python-side column default, no expanding IN, no bound literal.
+    plain = (not compiled.insert_prefetch and not compiled.update_prefetch and not compiled.literal_execute_params
+             and not compiled.post_compile_params and set(names) <= set(keys) | set(constants))
+    hot = _Hot(compiled.string, names,
+               tuple(binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names), constants
+               ) if plain else None
+    _HOT[(id(statement), keys)] = (statement, hot)  # the statement is held: its id stays its own
+    return hot
+
+
+def run_hot(connection: Connection, statement: Any, params: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+            *, fetch: bool = False) -> Any:
+    """`connection.execute(statement, params)` for a statement a grade's write runs every time (params: one row, or
+    many rows with the same keys); with `fetch`, its first row (RETURNING, or a probe) or None.
+
+    On SQLite, inside the caller's transaction, it runs on the driver's cursor, with the SQL compiled once per
+    statement and set of parameter names and each value through the bind processor SQLAlchemy would apply: the
+    same SQL and the same values, without SQLAlchemy's per-execution bookkeeping (about as long as the statement
+    itself for a one-row insert). Statement events (`before_cursor_execute`) do not see these; driver errors are
+    raised as SQLAlchemy's (`IntegrityError`, ...). Elsewhere (PostgreSQL) it is `connection.execute`.
+    """
+    many = not isinstance(params, Mapping)
+    rows: Sequence[Mapping[str, Any]] = params if many else [params]  # type: ignore[assignment, list-item]
+    hot = None
+    if rows and connection.dialect.driver == "pysqlite" and connection.dialect.paramstyle == "qmark" \
+            and connection.in_transaction():
+        hot = _hot(connection, statement, tuple(rows[0]))
+    if hot is None:
+        result = connection.execute(statement, params)
+        return result.first() if fetch else None
+    values = [hot.row(row) for row in rows]
+    driver: Any = connection.connection.dbapi_connection
+    cursor = driver.cursor()
+    try:
+        if many:
+            cursor.executemany(hot.sql, values)
+        else:
+            cursor.execute(hot.sql, values[0])
+        found = cursor.fetchall() if fetch else None  # read to the end: the statement is finished before the commit
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(hot.sql, values if many else values[0], exc, sqlite3.Error) from exc
+    finally:
+        cursor.close()
+    return found[0] if found else None

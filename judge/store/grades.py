@@ -11,7 +11,7 @@ from sqlalchemy import Connection, func, select
 from judge.errors import InputError
 from judge.models import Grade
 from judge.store.clock import as_utc, utcnow
-from judge.store.dialects import key_in, on_conflict
+from judge.store.dialects import key_in, on_conflict, run_hot
 from judge.store.grade_reuse import (
     GRADE_BODY,
     THIS_ENTRY,
@@ -37,8 +37,11 @@ _CACHE_KEY = ["submission_hash", "task_hash", "fingerprint_digest"]
 # Built once, executed with each row's values: building a statement costs more than running it.
 _INSERT_GRADE = on_conflict(GradeRow, ["tenant", "run_key"]).returning(GradeRow.grade_id)
 _CACHE_GRADE = on_conflict(GradeCacheRow, _CACHE_KEY)
+_NEW_CACHE_GRADE = _CACHE_GRADE.returning(GradeCacheRow.created_at)
 _RECACHE_GRADE = on_conflict(GradeCacheRow, _CACHE_KEY, ["grade_json", "summary_json", "created_at"])
 _CACHED = select(GradeCacheRow.grade_json).where(*THIS_ENTRY)
+# What `grade_summary` reads of a grade (the rest, leaves above all, is not dumped for it).
+_SUMMARY_FIELDS = {"task_id", "fingerprint", "overall_score", "metrics", "stages", "usage", "process"}
 # Keys per IN (...) list of the bulk look-ups: far under SQLite's and asyncpg's parameter limits.
 BULK_CHUNK = 500
 _SUMMARY = (
@@ -67,6 +70,7 @@ def save_grade(
 
     `grade_json`: the grade as JSON text when the caller has it already (it is not serialised again).
     """
+    digest = grade.fingerprint.digest
     values = {
         "grade_id": grade.grade_id,
         "tenant": tenant,
@@ -78,7 +82,7 @@ def save_grade(
         "run_id": grade.run_id,
         "task_hash": grade.task_hash,
         "submission_hash": grade.submission_hash,
-        "fingerprint_digest": grade.fingerprint.digest,
+        "fingerprint_digest": digest,
         "rubric_id": grade.fingerprint.rubric_id,
         "overall_score": grade.overall_score,
         "from_cache": from_cache,
@@ -87,10 +91,10 @@ def save_grade(
         "created_at": grade.created_at,
         "grade_json": grade_json if grade_json is not None else grade.model_dump_json(),
     }
-    inserted = connection.execute(_INSERT_GRADE, values).scalar_one_or_none()
+    inserted = run_hot(connection, _INSERT_GRADE, values, fetch=True)
     if inserted is not None:
-        insert_leaf_rows(connection, grade_leaf_rows(tenant, grade))
-        return SavedGrade(grade_id=inserted, created=True)
+        insert_leaf_rows(connection, grade_leaf_rows(tenant, grade, fingerprint_digest=digest))
+        return SavedGrade(grade_id=inserted[0], created=True)
     existing = connection.execute(
         select(GradeRow.grade_id).where(GradeRow.tenant == tenant, GradeRow.run_key == run_key)
     ).scalar_one_or_none()
@@ -102,21 +106,27 @@ def save_grade(
 def cache_grade(connection: Connection, grade: Grade, *, replace: bool, grade_json: str | None = None) -> None:
     """Remember `grade` for its (submission, task, fingerprint): the first one stays unless `replace`.
 
-    A replaced entry's body stays with the grades that reuse it (`keep_reused_bodies`). `grade_json`: the grade as
-    JSON text when the caller has it already.
+    A replaced entry's body stays with the grades that reuse it (`keep_reused_bodies`); with `replace`, content
+    that has no entry yet (a refresh of something new) gets one by a plain insert, with nothing to keep or replace.
+    `grade_json`: the grade as JSON text when the caller has it already.
     """
+    digest = grade.fingerprint.digest
     values = {
         "submission_hash": grade.submission_hash,
         "task_hash": grade.task_hash,
-        "fingerprint_digest": grade.fingerprint.digest,
+        "fingerprint_digest": digest,
         "grade_json": grade_json if grade_json is not None else grade.model_dump_json(),
-        "summary_json": to_json(grade_summary(grade.model_dump(mode="json", exclude={"leaves"}),
+        "summary_json": to_json(grade_summary(grade.model_dump(mode="json", include=_SUMMARY_FIELDS),
                                               ((leaf.verdict, leaf.reason_code) for leaf in grade.leaves))).decode(),
         "created_at": utcnow(),
     }
-    if replace:
-        keep_reused_bodies(connection, grade.submission_hash, grade.task_hash, grade.fingerprint.digest)
-    connection.execute(_RECACHE_GRADE if replace else _CACHE_GRADE, values)
+    if not replace:
+        run_hot(connection, _CACHE_GRADE, values)
+        return
+    if run_hot(connection, _NEW_CACHE_GRADE, values, fetch=True) is not None:
+        return
+    keep_reused_bodies(connection, grade.submission_hash, grade.task_hash, digest)
+    run_hot(connection, _RECACHE_GRADE, values)
 
 
 def cached_grade_on(

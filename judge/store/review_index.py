@@ -23,7 +23,7 @@ from sqlalchemy.orm import aliased
 from judge.models import Grade
 from judge.models.claim_labels import CLAIM_LABELS, LABEL_FLAG
 from judge.store.clock import as_utc
-from judge.store.dialects import insert_ignoring, on_conflict
+from judge.store.dialects import insert_ignoring, on_conflict, run_hot
 from judge.store.tables import GradeRow, LabelEventRow, LabelRow, ReviewLeafRow
 
 CLAIM_TEMPLATE = "claim_vs_diff"
@@ -37,6 +37,7 @@ _CHUNK = 500
 # Built once: building a statement costs more than running it for one grade's rows.
 _INSERT_LEAVES = on_conflict(ReviewLeafRow, ["grade_id", "position"])
 _ANY_LABEL = select(LabelRow.label_id).where(LabelRow.tenant.in_(bindparam("tenants", expanding=True))).limit(1)
+_ANY_LABEL_OF = select(LabelRow.label_id).where(LabelRow.tenant == bindparam("tenant")).limit(1)  # one tenant
 
 
 def labels_for_template(template_id: str) -> tuple[str, ...]:
@@ -101,14 +102,15 @@ def leaf_rows(
     return rows
 
 
-def grade_leaf_rows(tenant: str, grade: Grade) -> list[dict[str, Any]]:
-    """`leaf_rows` of a grade model."""
+def grade_leaf_rows(tenant: str, grade: Grade, *, fingerprint_digest: str | None = None) -> list[dict[str, Any]]:
+    """`leaf_rows` of a grade model (`fingerprint_digest`: its fingerprint's digest, when the caller has it)."""
     leaves = (
         {"leaf_id": leaf.leaf_id, "template_id": leaf.template_id, "stage": leaf.stage, "verdict": leaf.verdict,
          "confidence": leaf.confidence, "flags": leaf.flags, "reason_code": leaf.reason_code}
         for leaf in grade.leaves
     )
-    return leaf_rows(tenant, grade.grade_id, grade.task_id, grade.fingerprint.digest, leaves,
+    digest = fingerprint_digest if fingerprint_digest is not None else grade.fingerprint.digest
+    return leaf_rows(tenant, grade.grade_id, grade.task_id, digest, leaves,
                      content_hashes=(grade.task_hash, grade.submission_hash))
 
 
@@ -156,7 +158,7 @@ def insert_leaf_rows(connection: Connection, rows: Sequence[dict[str, Any]], *, 
                                                    row["fingerprint_digest"], row["leaf_id"])}
                 if row["grade_id"] in facts and "content_key" not in row else row for row in rows]
     for start in range(0, len(rows), _CHUNK):
-        connection.execute(_INSERT_LEAVES, list(rows[start : start + _CHUNK]))
+        run_hot(connection, _INSERT_LEAVES, list(rows[start : start + _CHUNK]))
     if with_copies:
         inherit_labels(connection, [row for row in rows if row.get("content_key")])
 
@@ -174,7 +176,8 @@ def inherit_labels(connection: Connection, rows: Sequence[Mapping[str, Any]]) ->
         return 0
     tenants = sorted({tenant for tenant, _key in by_key})
     # A tenant nobody has labelled for (most stores, every unlabelled grade) costs one index probe.
-    if connection.execute(_ANY_LABEL, {"tenants": tenants}).first() is None:
+    if (run_hot(connection, _ANY_LABEL_OF, {"tenant": tenants[0]}, fetch=True) if len(tenants) == 1
+            else connection.execute(_ANY_LABEL, {"tenants": tenants}).first()) is None:
         return 0
     # The copies are found through the new rows' grades (a few ids), not an IN list of every leaf's key.
     new, twin = aliased(ReviewLeafRow), aliased(ReviewLeafRow)
