@@ -15,7 +15,7 @@ from sqlalchemy import Connection, func, or_, select, update
 
 from judge.models import Grade
 from judge.store.clock import as_utc, utcnow
-from judge.store.dialects import on_conflict
+from judge.store.dialects import on_conflict, run_hot
 from judge.store.grades import cache_grade, save_grade
 from judge.store.records import ItemOutcome, JobItemRecord, JobProgress, JobRecord, JobState, SavedGrade
 from judge.store.tables import JobItemRow, JobRow
@@ -130,8 +130,8 @@ _RECORD_ITEM = on_conflict(
 
 
 def _record_item(connection: Connection, job_id: str, index: int, outcome: ItemOutcome) -> None:
-    connection.execute(_RECORD_ITEM, {"job_id": job_id, "item_index": index, "updated_at": utcnow(),
-                                      **outcome.model_dump()})
+    run_hot(connection, _RECORD_ITEM, {"job_id": job_id, "item_index": index, "updated_at": utcnow(),
+                                       **outcome.model_dump()})
 
 
 class JobStore:
