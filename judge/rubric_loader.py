@@ -15,7 +15,9 @@ from judge.models import Leaf, LeafTemplate, Rubric, Task
 from judge.settings import get_settings
 from judge.text.items import split_claims
 
-_cache: dict[tuple[str, float], Rubric] = {}
+# Keyed by the file's identity and version (device, inode, mtime): one stat per load, no path resolution; the
+# same file named two ways (an id, a path, a symlink) shares its entry, an edited or replaced file is parsed anew.
+_cache: dict[tuple[int, int, int], Rubric] = {}
 
 
 def rubric_path(ref: str, rubrics_dir: Path | None = None) -> Path:
@@ -72,7 +74,8 @@ def validate_checks(rubric: Rubric, source: str) -> None:
 def load_rubric(ref: str, rubrics_dir: Path | None = None) -> Rubric:
     """Load and validate a rubric by id (e.g. "expbench-v1") or path; cached per file version."""
     path = rubric_path(ref, rubrics_dir)
-    key = (str(path.resolve()), path.stat().st_mtime)
+    stat = path.stat()
+    key = (stat.st_dev, stat.st_ino, stat.st_mtime_ns)
     if key in _cache:
         return _cache[key]
     try:

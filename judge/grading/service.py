@@ -92,6 +92,7 @@ class GradingService:
     def __init__(self, rubric: Rubric, judge: Judge, *, store: Store | None = None, tenant: str | None = None,
                  embedder: Embedder | None = None) -> None:
         self.grader = Grader(rubric, judge, embedder=embedder)
+        self.digest = self.grader.fingerprint.digest  # the fingerprint is fixed once built: hashed once, not per grade
         self.store = store
         self.tenant = tenant
 
@@ -107,7 +108,7 @@ class GradingService:
         the caller computed them already."""
         if self.store is None:
             return CalibrationStatus(calibrated=False), None
-        digest = self.fingerprint.digest
+        digest = self.digest
         hashes = hashes or ContentHashes.of(task, submission)
         keys = (hashes.submission, hashes.task, digest)
 
