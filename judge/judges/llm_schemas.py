@@ -62,10 +62,27 @@ def _drop_titles(schema: dict[str, Any]) -> None:
             prop.pop("title", None)
 
 
-class LeafVerdictBase(BaseModel):
-    """One leaf's verdict; subclasses narrow `leaf_id` and `verdict` to the call's Literals."""
+def _tidy_strings(values: Any, *, limit: int, max_chars: int | None = None) -> Any:
+    """A list of strings stripped (and cut to `max_chars`), empty ones and repeats dropped, at most `limit`."""
+    if not isinstance(values, list):
+        return values  # let validation report the wrong type
+    tidy = [v.strip()[:max_chars] if isinstance(v, str) else v for v in values]
+    return list(dict.fromkeys(v for v in tidy if v != ""))[:limit]
+
+
+class _Verdict(BaseModel):
+    """What both kinds of verdict share: no extra fields, titles dropped, the rationale cut to its length."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_titles)
+
+    @field_validator("rationale", mode="before", check_fields=False)
+    @classmethod
+    def _tidy_rationale(cls, rationale: Any) -> Any:
+        return rationale.strip()[:MAX_RATIONALE_CHARS] if isinstance(rationale, str) else rationale
+
+
+class LeafVerdictBase(_Verdict):
+    """One leaf's verdict; subclasses narrow `leaf_id` and `verdict` to the call's Literals."""
 
     leaf_id: str = Field(description="Id of the leaf, e.g. L1.")
     quotes: list[Annotated[str, Field(max_length=MAX_QUOTE_CHARS)]] = Field(
@@ -78,15 +95,7 @@ class LeafVerdictBase(BaseModel):
     @classmethod
     def _tidy_quotes(cls, quotes: Any) -> Any:
         # Cutting a quote keeps it checkable: a prefix of submission text is still in the submission.
-        if not isinstance(quotes, list):
-            return quotes  # let validation report the wrong type
-        tidy = [q.strip()[:MAX_QUOTE_CHARS] if isinstance(q, str) else q for q in quotes]
-        return [q for q in tidy if q != ""][:MAX_QUOTES]
-
-    @field_validator("rationale", mode="before")
-    @classmethod
-    def _tidy_rationale(cls, rationale: Any) -> Any:
-        return _cut_rationale(rationale)
+        return _tidy_strings(quotes, limit=MAX_QUOTES, max_chars=MAX_QUOTE_CHARS)
 
     def quote_list(self) -> list[str]:
         """The quotes this verdict cites."""
@@ -97,14 +106,8 @@ class LeafVerdictBase(BaseModel):
         return []
 
 
-def _cut_rationale(rationale: Any) -> Any:
-    return rationale.strip()[:MAX_RATIONALE_CHARS] if isinstance(rationale, str) else rationale
-
-
-class CitedVerdictBase(BaseModel):
+class CitedVerdictBase(_Verdict):
     """One leaf's verdict citing evidence blocks by id; subclasses narrow `leaf_id` and `verdict`."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_titles)
 
     leaf_id: str = Field(description="Id of the leaf, e.g. L1.")
     cites: list[str] = Field(
@@ -117,15 +120,7 @@ class CitedVerdictBase(BaseModel):
     @field_validator("cites", mode="before")
     @classmethod
     def _tidy_cites(cls, cites: Any) -> Any:
-        if not isinstance(cites, list):
-            return cites  # let validation report the wrong type
-        tidy = [c.strip() if isinstance(c, str) else c for c in cites]
-        return list(dict.fromkeys(c for c in tidy if c != ""))[:MAX_CITES]
-
-    @field_validator("rationale", mode="before")
-    @classmethod
-    def _tidy_rationale(cls, rationale: Any) -> Any:
-        return _cut_rationale(rationale)
+        return _tidy_strings(cites, limit=MAX_CITES)
 
     def quote_list(self) -> list[str]:
         """The quotes this verdict cites (none: it cites blocks)."""
