@@ -137,7 +137,9 @@ def _hot(connection: Connection, statement: Any, keys: tuple[str, ...]) -> _Hot 
 def run_hot(connection: Connection, statement: Any, params: Mapping[str, Any] | Sequence[Mapping[str, Any]],
             *, fetch: bool = False) -> Any:
     """`connection.execute(statement, params)` for a statement a grade's write runs every time (params: one row, or
-    many rows with the same keys); with `fetch`, its first row (RETURNING, or a probe) or None.
+    many rows with the same keys); with `fetch`, its first row (RETURNING, or a probe) or None, as the driver
+    returns it (no result processing: fetch only plain columns). `statement` must be built once (a module
+    constant): its compiled form is kept for the life of the process, keyed by the statement object.
 
     On SQLite, inside the caller's transaction, it runs on the driver's cursor, with the SQL compiled once per
     statement and set of parameter names and each value through the bind processor SQLAlchemy would apply: the

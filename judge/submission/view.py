@@ -25,6 +25,7 @@ from typing import Any
 from judge.models import Submission
 from judge.safety.agent_log import IntegrityFinding, scan_agent_log
 from judge.safety.injection import InjectionFinding, find_injections, strip_injections
+from judge.submission.code_terms import MEMO_MAX_CHARS
 from judge.submission.code_units import CodeUnit, executable_text, units_from_diff
 from judge.submission.diff import ParsedDiff, parse_diff
 from judge.submission.distinguishing import EvidenceTerms, evidence_terms
@@ -54,10 +55,18 @@ def requirement_paths(requirement: str) -> list[str]:
 _TOKEN = re.compile(r"[\w.@%+-]+")
 
 
-@functools.lru_cache(maxsize=8192)
-def _value_tokens(text: str) -> frozenset[str]:
-    """The lower-case tokens of a text (a design item is checked against every value of its task's variables)."""
+def _tokens_of(text: str) -> frozenset[str]:
     return frozenset(t.strip(".").lower() for t in _TOKEN.findall(text)) - {""}
+
+
+# A design item is checked against every value of its task's variables: its tokens are kept (texts up to
+# MEMO_MAX_CHARS long, as code_terms keeps terms, so a long design does not pin its copy in memory).
+_kept_tokens = functools.lru_cache(maxsize=8192)(_tokens_of)
+
+
+def _value_tokens(text: str) -> frozenset[str]:
+    """The lower-case tokens of a text."""
+    return _kept_tokens(text) if len(text) <= MEMO_MAX_CHARS else _tokens_of(text)
 
 
 def value_stated(value: str, text: str) -> bool:
