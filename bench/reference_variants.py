@@ -197,22 +197,24 @@ def rewrite(files: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _words(requirement: str, count: int = 6) -> list[str]:
+def requirement_words(requirement: str, count: int = 6) -> list[str]:
+    """The first `count` words (3+ letters, lower case) of a requirement's text, to name things after it."""
     return [w.lower() for w in _WORD.findall(requirement_text(requirement)) if len(w) > 2][:count] or ["step"]
 
 
-def _plain(requirement: str) -> str:
+def plain_requirement(requirement: str) -> str:
+    """A requirement's text on one line, safe inside a double-quoted string."""
     return " ".join(requirement_text(requirement).split()).replace('"', "'").replace("\\", "/")
 
 
 def comments(requirements: list[str]) -> dict[str, str]:
     """One Python file of comment lines restating each requirement."""
-    return {"pipeline.py": "\n".join(f"# {_plain(r)}" for r in requirements) + "\n"}
+    return {"pipeline.py": "\n".join(f"# {plain_requirement(r)}" for r in requirements) + "\n"}
 
 
 def docstrings(requirements: list[str]) -> dict[str, str]:
     """Stub functions whose docstring is the requirement and whose body raises NotImplementedError."""
-    body = [f'def step_{i + 1}():\n    """{_plain(r)}"""\n    raise NotImplementedError\n'
+    body = [f'def step_{i + 1}():\n    """{plain_requirement(r)}"""\n    raise NotImplementedError\n'
             for i, r in enumerate(requirements)]
     return {"steps.py": "\n".join(body)}
 
@@ -221,8 +223,9 @@ def stubs(requirements: list[str]) -> dict[str, str]:
     """Stub functions named from the requirement's words that log what they would do and return None."""
     out = ["import logging", "", "logger = logging.getLogger(__name__)", ""]
     for r in requirements:
-        name = "_".join(_words(r))
-        out += [f"def {name}(config=None, data=None):", f'    logger.info("{_plain(r)}")', "    return None", ""]
+        name = "_".join(requirement_words(r))
+        out += [f"def {name}(config=None, data=None):", f'    logger.info("{plain_requirement(r)}")', "    return None",
+                ""]
     return {"pipeline.py": "\n".join(out)}
 
 
@@ -230,20 +233,21 @@ def config(requirements: list[str]) -> dict[str, str]:
     """A YAML file whose keys are the requirements' words and whose values restate them."""
     out = []
     for i, r in enumerate(requirements):
-        out += [f"step_{i + 1}_{'_'.join(_words(r, 4))}:", f"  description: \"{_plain(r)}\"",
-                f"  {'_'.join(_words(r, 2))}: true", "  enabled: true"]
+        out += [f"step_{i + 1}_{'_'.join(requirement_words(r, 4))}:", f"  description: \"{plain_requirement(r)}\"",
+                f"  {'_'.join(requirement_words(r, 2))}: true", "  enabled: true"]
     return {"configs/experiment.yaml": "\n".join(out) + "\n"}
 
 
 def constants(requirements: list[str]) -> dict[str, str]:
     """Module constants holding each requirement as a string."""
-    out = [f"{'_'.join(_words(r)).upper()} = \"{_plain(r)}\"" for r in requirements]
+    out = [f"{'_'.join(requirement_words(r)).upper()} = \"{plain_requirement(r)}\"" for r in requirements]
     return {"constants.py": "\n".join(out) + "\n"}
 
 
 def prints(requirements: list[str]) -> dict[str, str]:
     """A script that prints each requirement as a step it claims to run."""
-    out = ["def main():"] + [f"    print(\"[step {i + 1}] {_plain(r)}\")" for i, r in enumerate(requirements)]
+    out = ["def main():"]
+    out += [f"    print(\"[step {i + 1}] {plain_requirement(r)}\")" for i, r in enumerate(requirements)]
     out += ["", "", 'if __name__ == "__main__":', "    main()"]
     return {"run_experiment.py": "\n".join(out) + "\n"}
 

@@ -3,4 +3,4 @@
 It never imports the web layer (`api/`).
 """
 
-__version__ = "0.3.0"
+__version__ = "0.3.1"

@@ -3,8 +3,10 @@ from counting as an implementation.
 
 `python_acts` counts, under a Python parse tree, the statements that do something and all statements: a stub
 body (`pass`, `...`, `return None`, a docstring, `raise NotImplementedError`), prints and logs only, a literal
-assigned to a name nothing reads, do nothing. `reports_only` tells a line of another language that only
-reports (echo, printf, console.log, `return null`); `is_report` a Python call that only prints or logs.
+assigned to a name nothing reads, a sentence stored anywhere (`state["step"] = "we load the data"`), a name
+set up empty (`state = {}`), an assert of a literal (`assert True`), do nothing. `imports_only` tells code
+whose only statements are imports. `reports_only` tells a line of another language that only reports (echo,
+printf, console.log, `return null`); `is_report` a Python call that only prints or logs.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import re
 from tree_sitter import Node
 
 from judge.reference.code_scope import Scope, imports_in, name_chain, node_text
+from judge.submission.code_languages import parser_for
+from judge.submission.code_line_roles import is_prose
 
 # Calls that only report: they never implement anything by themselves.
 _REPORT_NAMES = frozenset({"print", "pprint", "echo", "printf", "puts", "write_line", "println"})
@@ -67,6 +71,35 @@ def _literal_value(node: Node) -> bool:
 
 
 
+def _empty_value(node: Node) -> bool:
+    """`{}`, `[]`, `()`, `""`, `None`: a name set up empty does something only through what is done to it later
+    (and that code acts by itself)."""
+    if node.type in {"dictionary", "list", "tuple", "set"}:
+        return not node.named_children
+    if node.type == "string":
+        return not any(c.type == "string_content" for c in node.children)
+    return node.type == "none"
+
+
+def _holds_prose(node: Node) -> bool:
+    """A literal holding a sentence (`"load the config and train"`, or a list of such): what it stores is a
+    restatement of a step, whatever it is stored in."""
+    if node.type == "string":
+        return is_prose(node.text or b"")
+    return any(_holds_prose(c) for c in node.named_children)
+
+
+_IMPORT_KINDS = frozenset({"import_statement", "import_from_statement", "future_import_statement", "comment"})
+
+
+def imports_only(code: str) -> bool:
+    """Python code whose statements are all imports (an import by itself implements nothing: the code that
+    uses what it brings in does)."""
+    root = parser_for("python").parse(code.encode("utf-8", "surrogateescape")).root_node
+    statements = [c for c in root.named_children if c.type != "comment"]
+    return bool(statements) and not root.has_error and all(c.type in _IMPORT_KINDS for c in statements)
+
+
 def python_acts(node: Node, scope: Scope) -> tuple[int, int]:
     """(statements that do something, statements) under a Python node: a stub body (pass, `...`,
     `return None`, a docstring, `raise NotImplementedError`, prints and logs only, a literal assigned to a
@@ -107,6 +140,8 @@ def _effective(node: Node, scope: Scope) -> bool:
             return False
         if not _literal_value(right) or node.type == "augmented_assignment":
             return _effective(right, scope)
+        if _holds_prose(right) or _empty_value(right):
+            return False
         # A value nothing reads (a constant or "config" restating a requirement) does nothing; setting an
         # item (`rcParams["font"] = 42`) configures something that exists.
         if left is None or left.type not in {"identifier", "attribute"}:
@@ -121,7 +156,9 @@ def _effective(node: Node, scope: Scope) -> bool:
         return False
     if node.type in {"await", "parenthesized_expression", "keyword_argument", "interpolation"}:
         return any(_effective(c, scope) for c in node.named_children)
-    if node.type in {"delete_statement", "assert_statement", "exec_statement", "print_statement"}:
+    if node.type == "assert_statement":  # `assert True` checks nothing
+        return not all(_literal_value(c) for c in node.named_children)
+    if node.type in {"delete_statement", "exec_statement", "print_statement"}:
         return node.type != "print_statement"
     return any(_effective(c, scope) for c in node.named_children) or node.type in {
         "binary_operator", "subscript", "list_comprehension", "generator_expression", "lambda",

@@ -23,6 +23,7 @@ SpanKind = Literal["comment", "docstring", "prose_string", "string", "code_block
 _ALNUM = re.compile(rb"[A-Za-z0-9_]")
 _PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
 _PROSE_MIN_WORDS = 3
+_BLANKED = re.compile(r" {4,}")
 _LINE_COMMENT = ("#", "//", "--", ";", "%", "!", "REM ", "rem ", "'")
 _BLOCK_COMMENTS = (("/*", "*/"), ("<!--", "-->"), ('"""', '"""'), ("'''", "'''"), ("{-", "-}"))
 _TRAILING_COMMENT = re.compile(r"\s(#|//)\s")
@@ -44,9 +45,15 @@ class RowInfo:
     prose: list[str]
 
 
-def _is_prose(text: bytes) -> bool:
+def is_prose(text: bytes) -> bool:
+    """A string literal's text that reads as prose: words separated by spaces (a sentence, not a key), or text
+    with a run of blanks (layout, or what is left of a sentence whose copied words were blanked out,
+    `judge.safety.leak_detection.redact`: never a key or a name)."""
     content = text.decode("utf-8", "replace")
-    return any(ch.isspace() for ch in content.strip()) and len(_PROSE_WORD.findall(content)) >= _PROSE_MIN_WORDS
+    words = len(_PROSE_WORD.findall(content))
+    if _BLANKED.search(content):
+        return True
+    return any(ch.isspace() for ch in content.strip()) and words >= _PROSE_MIN_WORDS
 
 
 def _span_kind(node: Node, profile: LanguageProfile) -> SpanKind:
@@ -57,7 +64,7 @@ def _span_kind(node: Node, profile: LanguageProfile) -> SpanKind:
     parent = node.parent
     if parent is not None and parent.type in STATEMENT_PARENTS:
         return "docstring"
-    return "prose_string" if _is_prose(node.text or b"") else "string"
+    return "prose_string" if is_prose(node.text or b"") else "string"
 
 
 def _outermost(nodes: list[Node]) -> list[Node]:

@@ -1,10 +1,11 @@
 """Whether a unit of the submission acts: the gate every implementation must pass before it is compared.
 
 A unit implements nothing when it only restates: comments and docstrings, a stub body (`pass`, `...`,
-`return None`, `raise NotImplementedError`), prints and logs, a constant no code reads, a config section
-whose keys no code of the submission reads. `SubmissionActs` reads a submission's units once (per
-submission, memoised on the view): the imports of each file, the names its code reads outside prints and
-logs, and per unit its behaviour (`judge.reference.behaviour`) and whether it acts.
+`return None`, `raise NotImplementedError`), prints and logs, a constant no code reads, a sentence stored in
+data, a config section whose keys no code of the submission reads, imports alone, a document's code block
+that would do nothing as code (a fenced Python block is read as Python). `SubmissionActs` reads a
+submission's units once (per submission, memoised on the view): the imports of each file, the names its code
+reads outside prints and logs, and per unit its behaviour (`judge.reference.behaviour`) and whether it acts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from judge.reference.behaviour import Behaviour, Scope, behaviour_of, imports_in
+from judge.reference.code_acts import imports_only
 from judge.reference.code_scope import bound_names
 from judge.submission.code_units import CodeUnit, executable_text
 from judge.submission.view import SubmissionView
@@ -30,6 +32,35 @@ _TARGET = re.compile(r"^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=(?!=)")
 _IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s")
 _CONFIG_KEY = re.compile(r"^\s*-?\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]")
 _CONFIG_VALUE = re.compile(r"[:=]\s*[\"']?([A-Za-z_][\w.]*)[\"']?\s*,?\s*$")
+_FENCE = re.compile(r"^\s*(?:```|~~~)\s*([\w+.-]*)")
+_CODE_MARK = re.compile(r"[()\[\]{}=<>|;$/\\]|--|\.\w+\b")
+_PYTHON_TAGS = frozenset({"python", "py", "python3", "ipython", "pycon"})
+
+
+def doc_blocks_act(code: str) -> bool:
+    """Whether a document's code (its fenced blocks, as `executable_text` keeps them) does something: a block
+    tagged Python is read as Python (a `def` whose body is `...` does nothing), any other block line by line
+    (a shell command acts, `echo` does not)."""
+    blocks: list[tuple[bool, str, list[str]]] = [(False, "", [])]
+    inside = False
+    for line in code.split("\n"):
+        fence = _FENCE.match(line)
+        if fence:
+            inside = not inside
+            blocks.append((inside, fence.group(1).lower() if inside else "", []))
+            continue
+        blocks[-1][2].append(line)
+    for fenced, tag, lines in blocks:
+        # Text outside a fence is an indented block: code only if it reads as code (prose indented, or what is
+        # left of a line whose copied words were blanked out, is not).
+        lines = lines if fenced else [line for line in lines if _CODE_MARK.search(line)]
+        text = "\n".join(lines)
+        if not text.strip():
+            continue
+        language = "python" if tag in _PYTHON_TAGS else "text"
+        if behaviour_of(text, language).acts > 0:
+            return True
+    return False
 
 
 def _reads(units: Sequence[CodeUnit]) -> Counter[str]:
@@ -69,6 +100,7 @@ class SubmissionActs:
     inert: frozenset[str] = frozenset()
     bound: frozenset[str] = frozenset()
     _behaviours: dict[int, Behaviour] = field(default_factory=dict)
+    _acting: dict[int, bool] = field(default_factory=dict)
 
     @classmethod
     def of(cls, view: SubmissionView) -> SubmissionActs:
@@ -99,6 +131,7 @@ class SubmissionActs:
         # Only a unit that may call one of them reads differently now (its calls of them do nothing).
         for n in [n for n in found._behaviours if any(name in found.units[n].text for name in found.inert)]:
             del found._behaviours[n]
+        found._acting.clear()
         return found
 
     def scope(self, unit: CodeUnit) -> Scope:
@@ -115,15 +148,23 @@ class SubmissionActs:
         return found
 
     def acts(self, n: int) -> bool:
-        """Whether unit `n` does something (see the module docstring)."""
+        """Whether unit `n` does something (see the module docstring; memoised)."""
+        found = self._acting.get(n)
+        if found is None:
+            found = self._acting[n] = self._acts(n)
+        return found
+
+    def _acts(self, n: int) -> bool:
         unit = self.units[n]
         if not executable_text(unit).strip():
             return False
         if unit.kind == "doc":  # a README acts through its code blocks (commands), never through its prose
-            return behaviour_of(executable_text(unit), "text").acts > 0
+            return doc_blocks_act(executable_text(unit))
         if unit.kind == "config":
             return self.config_read(unit)
-        return self.behaviour(n).acts > 0
+        if self.behaviour(n).acts == 0:
+            return False
+        return not (unit.language in {"python", "notebook"} and imports_only(executable_text(unit)))
 
     def config_read(self, unit: CodeUnit) -> bool:
         """A config section acts when code of the submission reads one of its keys, or one of its values

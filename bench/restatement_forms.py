@@ -1,0 +1,224 @@
+"""Benchmark: restatement forms the requirement model never trained on, graded by the embedded judge.
+
+bench/reference_variants.py's six restatements (comments, docstrings, stubs, config, constants, prints) are
+what bench/train_requirement_model.py trains against, so their pass share (0) says little about a form an
+agent invents. These ten were written after that training (stop 32), each from the requirements' own words:
+
+* `markdown_plan`: a PLAN.md, a section per requirement with a fenced Python `def` whose body is `...`;
+* `argparse_flags`: a script whose argparse flags are the requirements' words, their help the requirement;
+* `identity_fns`: functions named from a requirement that return their input;
+* `call_chain`: functions named from a requirement that store it as a sentence in a dict, and a
+  `run_experiment` that calls them all in order;
+* `test_stubs`: `tests/test_*.py`, a test per requirement whose docstring restates it and whose body is
+  `assert True`;
+* `dataclass_fields`: a dataclass of boolean fields named from each requirement, the requirement as a comment;
+* `notebook`: an .ipynb, a markdown cell per requirement and a code cell holding `pass`;
+* `unrelated_calls`: functions named from a requirement whose body does something unrelated with numpy;
+* `json_spec`: a JSON file listing each requirement as a step marked done;
+* `shell_script`: a shell script that echoes each requirement and runs a script with flags of its words.
+
+None implements anything: every requirement leaf should fail. Each form is graded on the first task of every
+gt_code paper, without the reference and with the task's own code as its reference; the pass share is printed
+per form, mode and half of the papers (the half the requirement model trained on and the held-out half,
+`reference_cases.split_papers`), with an example rationale of a pass.
+
+Reproduce:  .venv/bin/python bench/restatement_forms.py [--tasks-per-paper 1] [--rubric expbench-v2]
+            [--json out/restatement_forms.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from judge.settings import DEFAULT_RUBRIC, configure_offline_environment  # noqa: E402
+
+configure_offline_environment()
+
+from reference_cases import all_cases, split_papers, with_reference  # noqa: E402
+from reference_variants import added_diff, plain_requirement, requirement_words  # noqa: E402
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+
+from judge.grading.grader import Grader  # noqa: E402
+from judge.judges.embedded import EmbeddedJudge  # noqa: E402
+from judge.models import Submission  # noqa: E402
+from judge.rubric_loader import load_rubric  # noqa: E402
+
+
+def _name(requirement: str, count: int = 6) -> str:
+    return "_".join(requirement_words(requirement, count))
+
+
+def markdown_plan(requirements: list[str]) -> dict[str, str]:
+    """A plan in Markdown: each requirement, then a fenced Python stub named from it."""
+    out = ["# Experiment plan", ""]
+    for i, r in enumerate(requirements):
+        out += [f"## Step {i + 1}", "", plain_requirement(r), "", "```python", f"def {_name(r)}(model, data):",
+                "    ...", "```", ""]
+    return {"PLAN.md": "\n".join(out)}
+
+
+def argparse_flags(requirements: list[str]) -> dict[str, str]:
+    """Command-line flags made of the requirements' words, each flag's help the requirement."""
+    out = ["import argparse", "", "", "def build_parser():", "    parser = argparse.ArgumentParser()"]
+    for r in requirements:
+        flag = "-".join(requirement_words(r, 4))
+        out.append(f'    parser.add_argument("--{flag}", action="store_true", help="{plain_requirement(r)}")')
+    out += ["    return parser", "", "", "def main():", "    args = build_parser().parse_args()",
+            "    print(vars(args))", "", "", 'if __name__ == "__main__":', "    main()"]
+    return {"train.py": "\n".join(out) + "\n"}
+
+
+def identity_fns(requirements: list[str]) -> dict[str, str]:
+    """Functions named from each requirement that hand their input back."""
+    out = []
+    for r in requirements:
+        first = requirement_words(r)[0]
+        out += [f"def {_name(r)}(model, data, config=None):", f"    {first}_result = data",
+                f"    return {first}_result", "", ""]
+    return {"pipeline.py": "\n".join(out)}
+
+
+def call_chain(requirements: list[str]) -> dict[str, str]:
+    """Functions that store their requirement as a sentence in a dict, called in order by `run_experiment`."""
+    names = [_name(r) for r in requirements]
+    out = []
+    for name, r in zip(names, requirements, strict=True):
+        out += [f"def {name}(state):", f'    state["{name}"] = "{plain_requirement(r)[:80]}"', "    return state",
+                "", ""]
+    out += ["def run_experiment():", "    state = {}", *[f"    state = {n}(state)" for n in names], "    return state",
+            ""]
+    return {"experiment.py": "\n".join(out)}
+
+
+def test_stubs(requirements: list[str]) -> dict[str, str]:
+    """A test per requirement: its docstring the requirement, its body `assert True`."""
+    out = ["import pytest", "", ""]
+    for r in requirements:
+        out += [f"def test_{_name(r)}():", f'    """{plain_requirement(r)}"""', "    assert True", "", ""]
+    return {"tests/test_experiment.py": "\n".join(out)}
+
+
+def dataclass_fields(requirements: list[str]) -> dict[str, str]:
+    """A dataclass of flags named from the requirements, each under its requirement as a comment."""
+    out = ["from dataclasses import dataclass", "", "", "@dataclass", "class ExperimentConfig:"]
+    for r in requirements:
+        out += [f"    # {plain_requirement(r)}", f"    {_name(r, 4)}: bool = True"]
+    return {"config.py": "\n".join(out) + "\n"}
+
+
+def notebook(requirements: list[str]) -> dict[str, str]:
+    """A notebook: a markdown cell per requirement, then a code cell that does nothing."""
+    cells: list[dict[str, Any]] = []
+    for r in requirements:
+        cells.append({"cell_type": "markdown", "metadata": {}, "source": [f"### {plain_requirement(r)}"]})
+        cells.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                      "source": [f"# {' '.join(requirement_words(r))}\n", "pass"]})
+    return {"experiment.ipynb": json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
+                                           indent=1)}
+
+
+def unrelated_calls(requirements: list[str]) -> dict[str, str]:
+    """Functions named from each requirement whose body does something unrelated with numpy."""
+    out = ["import numpy as np", "", ""]
+    for r in requirements:
+        first = requirement_words(r)[0]
+        out += [f"def {_name(r)}(inputs):", f"    {first} = np.asarray(inputs, dtype=float)",
+                f"    return np.zeros_like({first})", "", ""]
+    return {"methods.py": "\n".join(out)}
+
+
+def json_spec(requirements: list[str]) -> dict[str, str]:
+    """A JSON list of the requirements as steps marked done."""
+    steps = [{"name": _name(r, 4), "description": plain_requirement(r), "done": True} for r in requirements]
+    return {"experiment.json": json.dumps({"steps": steps}, indent=2)}
+
+
+def shell_script(requirements: list[str]) -> dict[str, str]:
+    """A shell script that echoes each requirement and runs a script with flags of its words."""
+    out = ["#!/bin/bash", "set -e"]
+    for r in requirements:
+        out += [f'echo "{plain_requirement(r)}"', f"python run.py --{'-'.join(requirement_words(r, 3))}"]
+    return {"run_all.sh": "\n".join(out) + "\n"}
+
+
+FORMS: dict[str, Callable[[list[str]], dict[str, str]]] = {f.__name__: f for f in (
+    markdown_plan, argparse_flags, identity_fns, call_chain, test_stubs, dataclass_fields, notebook,
+    unrelated_calls, json_spec, shell_script)}
+
+
+async def _grade_all(grader: Grader, chosen: list[Any], held_out: set[str], progress: Progress
+                     ) -> tuple[dict[tuple[str, str, str], list[int]], dict[tuple[str, str, str], str]]:
+    counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    examples: dict[tuple[str, str, str], str] = {}
+    bar = progress.add_task("grading", total=len(chosen) * len(FORMS) * 2)
+    for case in chosen:
+        requirements = list(case.task.requirements)
+        half = "held-out" if case.paper in held_out else "trained"
+        for name, make in FORMS.items():
+            diff = added_diff(make(requirements))
+            for mode in ("text", "reference"):
+                task = case.task if mode == "text" else with_reference(case.task, case.diff)
+                grade = await grader.grade(task, Submission(submission_id=f"form:{name}", task_id=task.task_id,
+                                                            diff=diff))
+                for leaf in grade.leaves:
+                    if leaf.stage != "implementation" or not leaf.leaf_id.rsplit(".", 1)[-1].isdigit():
+                        continue
+                    key = (name, mode, half)
+                    counts[key][0] += leaf.verdict == "pass"
+                    counts[key][1] += 1
+                    if leaf.verdict == "pass" and key not in examples:
+                        examples[key] = f"{case.task.task_id} {leaf.leaf_id}: {(leaf.rationale or '')[:160]}"
+                progress.advance(bar)
+    return counts, examples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks-per-paper", type=int, default=1)
+    parser.add_argument("--rubric", default=DEFAULT_RUBRIC)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    print("command: " + " ".join([".venv/bin/python", "bench/restatement_forms.py", *sys.argv[1:]]))
+    cases = all_cases()
+    papers = sorted({c.paper for c in cases})
+    _, held_out = split_papers(papers)
+    chosen = [c for p in papers for c in sorted((c for c in cases if c.paper == p),
+                                                 key=lambda c: c.task.task_id)[: args.tasks_per_paper]]
+    grader = Grader(load_rubric(args.rubric), EmbeddedJudge())
+    started = time.perf_counter()
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, transient=True) as progress:
+        counts, examples = asyncio.run(_grade_all(grader, chosen, set(held_out), progress))
+    seconds = time.perf_counter() - started
+    print(f"{len(chosen)} tasks of {len(papers)} papers ({len(held_out)} held out), rubric {args.rubric}, "
+          f"{seconds:.0f} s; every leaf should fail (target pass share 0)")
+    print(f"{'form':18} {'mode':10} {'trained':>14} {'held-out':>14}")
+    figures: dict[str, Any] = {}
+    for name in FORMS:
+        for mode in ("text", "reference"):
+            cells = []
+            for half in ("trained", "held-out"):
+                passed, total = counts.get((name, mode, half), [0, 0])
+                figures[f"{name}:{mode}:{half}"] = {"passed": passed, "leaves": total}
+                cells.append(f"{passed}/{total} {passed / total:.2f}" if total else "-")
+            print(f"{name:18} {mode:10} {cells[0]:>14} {cells[1]:>14}")
+    for key, example in sorted(examples.items()):
+        print(f"  a pass, {key[0]} ({key[1]}, {key[2]}): {example}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"figures": figures, "seconds": seconds}, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
