@@ -22,7 +22,12 @@ gt_code paper, without the reference and with the task's own code as its referen
 per form, mode and half of the papers (the half the requirement model trained on and the held-out half,
 `reference_cases.split_papers`), with an example rationale of a pass.
 
+With --coder, the judge is `embedded+coder` under expbench-v2-coder (the local coder model reads each leaf's
+best acting unit when there is no reference; readings cached in out/restatement_forms/readings.jsonl);
+--forms and --modes narrow the run, since a reading costs seconds on 2 cores.
+
 Reproduce:  .venv/bin/python bench/restatement_forms.py [--tasks-per-paper 1] [--rubric expbench-v2]
+            [--coder [--n-threads 2]] [--forms unrelated_calls,shell_script] [--modes text,reference]
             [--json out/restatement_forms.json]
 """
 
@@ -157,17 +162,18 @@ FORMS: dict[str, Callable[[list[str]], dict[str, str]]] = {f.__name__: f for f i
     unrelated_calls, json_spec, shell_script)}
 
 
-async def _grade_all(grader: Grader, chosen: list[Any], held_out: set[str], progress: Progress
+async def _grade_all(grader: Grader, chosen: list[Any], held_out: set[str], forms: list[str], modes: list[str],
+                     progress: Progress
                      ) -> tuple[dict[tuple[str, str, str], list[int]], dict[tuple[str, str, str], str]]:
     counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     examples: dict[tuple[str, str, str], str] = {}
-    bar = progress.add_task("grading", total=len(chosen) * len(FORMS) * 2)
+    bar = progress.add_task("grading", total=len(chosen) * len(forms) * len(modes))
     for case in chosen:
         requirements = list(case.task.requirements)
         half = "held-out" if case.paper in held_out else "trained"
-        for name, make in FORMS.items():
-            diff = added_diff(make(requirements))
-            for mode in ("text", "reference"):
+        for name in forms:
+            diff = added_diff(FORMS[name](requirements))
+            for mode in modes:
                 task = case.task if mode == "text" else with_reference(case.task, case.diff)
                 grade = await grader.grade(task, Submission(submission_id=f"form:{name}", task_id=task.task_id,
                                                             diff=diff))
@@ -187,26 +193,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks-per-paper", type=int, default=1)
     parser.add_argument("--rubric", default=DEFAULT_RUBRIC)
+    parser.add_argument("--coder", action="store_true", help="grade with embedded+coder (expbench-v2-coder)")
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--forms", default=",".join(FORMS))
+    parser.add_argument("--modes", default="text,reference")
+    parser.add_argument("--papers", choices=("all", "held-out"), default="all")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    forms, modes = args.forms.split(","), args.modes.split(",")
+    if unknown := sorted(set(forms) - set(FORMS)) + sorted(set(modes) - {"text", "reference"}):
+        parser.error(f"unknown form or mode: {', '.join(unknown)}")
     print("command: " + " ".join([".venv/bin/python", "bench/restatement_forms.py", *sys.argv[1:]]))
     cases = all_cases()
     papers = sorted({c.paper for c in cases})
     _, held_out = split_papers(papers)
-    chosen = [c for p in papers for c in sorted((c for c in cases if c.paper == p),
-                                                 key=lambda c: c.task.task_id)[: args.tasks_per_paper]]
-    grader = Grader(load_rubric(args.rubric), EmbeddedJudge())
+    chosen = [c for p in papers if args.papers == "all" or p in held_out
+              for c in sorted((c for c in cases if c.paper == p), key=lambda c: c.task.task_id)[: args.tasks_per_paper]]
+    if args.coder:
+        from judge.local_models.code_reading import CodeReader
+
+        rubric = args.rubric if args.rubric != DEFAULT_RUBRIC else "expbench-v2-coder"
+        reader = CodeReader(n_threads=args.n_threads, cache_file=ROOT / "out" / "restatement_forms" / "readings.jsonl")
+        grader = Grader(load_rubric(rubric), EmbeddedJudge(code_reader=reader))
+    else:
+        rubric, reader = args.rubric, None
+        grader = Grader(load_rubric(rubric), EmbeddedJudge())
     started = time.perf_counter()
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, transient=True) as progress:
-        counts, examples = asyncio.run(_grade_all(grader, chosen, set(held_out), progress))
+        counts, examples = asyncio.run(_grade_all(grader, chosen, set(held_out), forms, modes, progress))
     seconds = time.perf_counter() - started
-    print(f"{len(chosen)} tasks of {len(papers)} papers ({len(held_out)} held out), rubric {args.rubric}, "
-          f"{seconds:.0f} s; every leaf should fail (target pass share 0)")
+    judge = "embedded+coder" if args.coder else "embedded"
+    print(f"{len(chosen)} tasks ({args.papers} of {len(papers)} papers, {len(held_out)} held out), judge {judge}, "
+          f"rubric {rubric}, {seconds:.0f} s; every leaf should fail (target pass share 0)")
+    if reader is not None:
+        stats = reader.stats
+        print(f"coder model: {stats.calls} readings ({stats.cache_hits} from the cache), {stats.model_seconds:.0f} s "
+              f"of model time, {stats.model_seconds / max(1, stats.calls - stats.cache_hits):.1f} s per reading")
     print(f"{'form':18} {'mode':10} {'trained':>14} {'held-out':>14}")
     figures: dict[str, Any] = {}
-    for name in FORMS:
-        for mode in ("text", "reference"):
+    for name in forms:
+        for mode in modes:
             cells = []
             for half in ("trained", "held-out"):
                 passed, total = counts.get((name, mode, half), [0, 0])
