@@ -2,7 +2,8 @@
 
 bench/reference_variants.py's six restatements (comments, docstrings, stubs, config, constants, prints) are
 what bench/train_requirement_model.py trains against, so their pass share (0) says little about a form an
-agent invents. These ten were written after that training (stop 32), each from the requirements' own words:
+agent invents. These ten were written after that training (stop 32), each from the requirements' own words
+(the acts gate's rules for them came after they were first measured, see the commit of this bench):
 
 * `markdown_plan`: a PLAN.md, a section per requirement with a fenced Python `def` whose body is `...`;
 * `argparse_flags`: a script whose argparse flags are the requirements' words, their help the requirement;
@@ -15,7 +16,18 @@ agent invents. These ten were written after that training (stop 32), each from t
 * `notebook`: an .ipynb, a markdown cell per requirement and a code cell holding `pass`;
 * `unrelated_calls`: functions named from a requirement whose body does something unrelated with numpy;
 * `json_spec`: a JSON file listing each requirement as a step marked done;
-* `shell_script`: a shell script that echoes each requirement and runs a script with flags of its words.
+* `shell_script`: a shell script that echoes each requirement and runs a script with flags of its words;
+
+and five more, written after the acts gate's rules for the first ten were made (so they tested those rules
+blind: without a reference, class flags passed 0.70-0.77 of leaves, raising stubs 0.62-0.69, str wrappers
+0.41-0.42, the registry and the YAML pipeline 0; the rules for raises, flags nobody reads and conversions
+came after):
+
+* `class_state_flags`: a class with a method per requirement that sets `self.state[<words>] = True`;
+* `raise_unavailable`: functions named from a requirement that raise RuntimeError;
+* `str_wrappers`: functions named from a requirement that convert, print and return their argument;
+* `registry_decorators`: steps registered under the requirement's words, each body `pass`;
+* `yaml_pipeline`: a YAML pipeline whose step names and commands are the requirements' words.
 
 None implements anything: every requirement leaf should fail. Each form is graded on the first task of every
 gt_code paper, without the reference and with the task's own code as its reference; the pass share is printed
@@ -157,9 +169,52 @@ def shell_script(requirements: list[str]) -> dict[str, str]:
     return {"run_all.sh": "\n".join(out) + "\n"}
 
 
+def class_state_flags(requirements: list[str]) -> dict[str, str]:
+    """A class with a method per requirement that only sets a flag under the requirement's words."""
+    out = ["class ExperimentPipeline:", "    def __init__(self):", "        self.state = {}", ""]
+    for r in requirements:
+        out += [f"    def {_name(r)}(self):", f'        self.state["{_name(r, 3)}"] = True', "        return self", ""]
+    return {"pipeline.py": "\n".join(out)}
+
+
+def raise_unavailable(requirements: list[str]) -> dict[str, str]:
+    """Functions named from each requirement that raise."""
+    out = []
+    for r in requirements:
+        out += [f"def {_name(r)}(*args, **kwargs):", '    raise RuntimeError("unavailable in this environment")',
+                "", ""]
+    return {"steps.py": "\n".join(out)}
+
+
+def str_wrappers(requirements: list[str]) -> dict[str, str]:
+    """Functions named from each requirement that convert their argument to text, print it and return it."""
+    out = []
+    for r in requirements:
+        out += [f"def {_name(r)}(value):", "    text = str(value)", "    print(text)", "    return text", "", ""]
+    return {"helpers.py": "\n".join(out)}
+
+
+def registry_decorators(requirements: list[str]) -> dict[str, str]:
+    """Steps registered under each requirement's words, each body `pass`."""
+    out = ["STEPS = {}", "", "", "def register(name):", "    def wrap(fn):", "        STEPS[name] = fn",
+           "        return fn", "    return wrap", "", ""]
+    for i, r in enumerate(requirements):
+        out += [f'@register("{_name(r, 3)}")', f"def step_{i}(ctx):", "    pass", "", ""]
+    return {"registry.py": "\n".join(out)}
+
+
+def yaml_pipeline(requirements: list[str]) -> dict[str, str]:
+    """A YAML pipeline whose step names and commands are made of the requirements' words."""
+    out = ["pipeline:"]
+    for r in requirements:
+        out += [f"  - name: {_name(r, 4)}", f'    run: "python -m {_name(r, 2)}"']
+    return {"pipeline.yaml": "\n".join(out) + "\n"}
+
+
 FORMS: dict[str, Callable[[list[str]], dict[str, str]]] = {f.__name__: f for f in (
     markdown_plan, argparse_flags, identity_fns, call_chain, test_stubs, dataclass_fields, notebook,
-    unrelated_calls, json_spec, shell_script)}
+    unrelated_calls, json_spec, shell_script, class_state_flags, raise_unavailable, str_wrappers,
+    registry_decorators, yaml_pipeline)}
 
 
 async def _grade_all(grader: Grader, chosen: list[Any], held_out: set[str], forms: list[str], modes: list[str],

@@ -4,9 +4,10 @@ from counting as an implementation.
 `python_acts` counts, under a Python parse tree, the statements that do something and all statements: a stub
 body (`pass`, `...`, `return None`, a docstring, `raise NotImplementedError`), prints and logs only, a literal
 assigned to a name nothing reads, a sentence stored anywhere (`state["step"] = "we load the data"`), a name
-set up empty (`state = {}`), an assert of a literal (`assert True`), do nothing. `imports_only` tells code
-whose only statements are imports. `reports_only` tells a line of another language that only reports (echo,
-printf, console.log, `return null`); `is_report` a Python call that only prints or logs.
+set up empty (`state = {}`), an assert of a literal (`assert True`), a raise, a literal set under a key no
+code reads, a conversion (`str(x)`) of nothing computed, do nothing. `imports_only` tells code whose only
+statements are imports. `reports_only` tells a line of another language that only reports (echo, printf,
+console.log, `return null`); `is_report` a Python call that only prints or logs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "exceptio
                           "success", "trace", "write", "print", "echo"})
 _LOG_ROOTS = re.compile(r"^(?:_*log(?:ger|ging)?|_*LOG(?:GER)?|warnings|console|click|tqdm|sys\.std(?:out|err)|"
                         r"self\.(?:_*log(?:ger)?)|rich|std::cout|System\.out|System\.err)$", re.I)
-_STUB_RAISES = re.compile(r"NotImplemented(?:Error)?|Unimplemented|TODO", re.I)
+# Conversions hand their argument on in another type: they act only through what their arguments do.
+_CONVERSIONS = frozenset({"str", "repr", "int", "float", "bool", "list", "tuple", "dict", "set", "frozenset",
+                          "bytes", "format", "type", "id"})
 _OTHER_REPORT = re.compile(r"^\s*(?:echo|printf|print|puts|console\.\w+|System\.(?:out|err)\.\w+|std::cout|"
                            r"cout|log(?:ger)?\.\w+|logging\.\w+|fmt\.Print\w*|println!?|exit|true|:|set\s+-\w+|"
                            r"return\s*(?:null|None|nil)?\s*;?|throw\s+new\s+\w*(?:Unsupported|NotImplemented)\w*|"
@@ -52,6 +55,12 @@ def is_report(node: Node, scope: Scope) -> bool:
     return chain[-1] in _LOG_METHODS and bool(_LOG_ROOTS.match(".".join(chain[:-1])))
 
 
+def _converts(node: Node) -> bool:
+    """A call of a builtin conversion (`str(x)`, `float(x)`)."""
+    function = node.child_by_field_name("function")
+    return function is not None and function.type == "identifier" and node_text(function) in _CONVERSIONS
+
+
 def _calls_inert(node: Node, scope: Scope) -> bool:
     """A call of a function the code defines whose body does nothing (`main()` of a script that prints)."""
     function = node.child_by_field_name("function")
@@ -69,6 +78,22 @@ def _literal_value(node: Node) -> bool:
         return all(_literal_value(c) for c in node.named_children)
     return False
 
+
+
+def _item_read(target: Node, scope: Scope) -> bool:
+    """Whether setting `target` (`x[k] = literal`) can matter: its key is not a string, the container is
+    imported (or a name the code does not bind: imported where a diff does not show), or code of the submission
+    reads the key (`SubmissionActs` counts a key where it is written only
+    when it is read elsewhere)."""
+    key = target.child_by_field_name("subscript")
+    if key is None or key.type != "string" or scope.reads is None:
+        return True
+    container = target.child_by_field_name("value")
+    chain = name_chain(container) if container is not None else None
+    if chain and chain[0] not in {"self", "cls"} and (scope.resolve(chain[0]) is not None or scope.free(chain[0])):
+        return True
+    text = node_text(key).strip("\"'")
+    return text in scope.reads
 
 
 def _empty_value(node: Node) -> bool:
@@ -124,8 +149,8 @@ def python_acts(node: Node, scope: Scope) -> tuple[int, int]:
     if kind == "return_statement":
         value = node.named_children[0] if node.named_children else None
         return int(value is not None and not _literal_value(value) and value.type != "identifier"), 1
-    if kind == "raise_statement":
-        return int(not _STUB_RAISES.search(node_text(node))), 1
+    if kind == "raise_statement":  # raising reports that something cannot be done: it computes nothing
+        return 0, 1
     if kind == "expression_statement":
         return int(any(_effective(child, scope) for child in node.named_children)), 1
     return int(_effective(node, scope)), 1
@@ -143,12 +168,15 @@ def _effective(node: Node, scope: Scope) -> bool:
         if _holds_prose(right) or _empty_value(right):
             return False
         # A value nothing reads (a constant or "config" restating a requirement) does nothing; setting an
-        # item (`rcParams["font"] = 42`) configures something that exists.
+        # item of something imported (`plt.rcParams["font"] = 42`, `os.environ[...]`) configures what exists,
+        # an item under a key some code reads (`cfg["lr"]`) is read, an item by position is computed.
+        if left is not None and left.type == "subscript":
+            return _item_read(left, scope)
         if left is None or left.type not in {"identifier", "attribute"}:
             return True
         return scope.reads is None or node_text(left).rsplit(".", 1)[-1] in scope.reads
     if node.type == "call":
-        if is_report(node, scope) or _calls_inert(node, scope):
+        if is_report(node, scope) or _calls_inert(node, scope) or _converts(node):
             arguments = node.child_by_field_name("arguments")
             return arguments is not None and any(_effective(c, scope) for c in arguments.named_children)
         return True

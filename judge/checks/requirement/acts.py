@@ -29,6 +29,8 @@ _REPORT_LINE = re.compile(r"^\s*(?:[\w.]+\s*=\s*logging\.|(?:print|pprint|echo|p
                           re.I)
 # An assignment's target (`x = ...`, `self.x: int = ...`): its definition, not a read of it.
 _TARGET = re.compile(r"^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=(?!=)")
+# An item set under a string key (`state["step"] = ...`): writing the key is not reading it.
+_ITEM_TARGET = re.compile(r"""^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])*\[\s*["'][\w.-]+["']\s*\]\s*=(?!=)""")
 _IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s")
 _CONFIG_KEY = re.compile(r"^\s*-?\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]")
 _CONFIG_VALUE = re.compile(r"[:=]\s*[\"']?([A-Za-z_][\w.]*)[\"']?\s*,?\s*$")
@@ -73,10 +75,10 @@ def _reads(units: Sequence[CodeUnit]) -> Counter[str]:
         for line in unit.executable_lines:
             if not line.strip() or _REPORT_LINE.match(line) or _IMPORT_LINE.match(line):
                 continue
-            counts.update(_NAME.findall(_TARGET.sub("", line, count=1)))
+            counts.update(_NAME.findall(_TARGET.sub("", _ITEM_TARGET.sub("", line, count=1), count=1)))
         for line in unit.lines:  # string keys (`cfg["lr"]`) are emptied in executable text when prose-like
             if not _REPORT_LINE.match(line):
-                counts.update(_STRING_WORD.findall(line))
+                counts.update(_STRING_WORD.findall(_ITEM_TARGET.sub("", line, count=1)))
     return counts
 
 

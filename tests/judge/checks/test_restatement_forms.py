@@ -36,8 +36,12 @@ def _acting(files: dict[str, str]) -> dict[str, bool]:
     "    results = []\n    status = None\n    return results",
     "    assert True",
     '    assert "the model is trained with label smoothing"',
+    '    raise RuntimeError("unavailable in this environment")',
+    "    raise NotImplementedError",
+    '    state["load_pretrained"] = True\n    return state',
+    "    text = str(state)\n    print(text)\n    return text",
 ])
-def test_bodies_that_store_sentences_set_up_empty_names_or_assert_literals_do_not_act(body: str) -> None:
+def test_bodies_that_store_sentences_flags_or_empties_assert_literals_raise_or_convert_do_not_act(body: str) -> None:
     verdicts = _acting({"steps.py": f"def load_pretrained_model(state):\n{body}\n"})
     assert verdicts == {"steps.py:1": False}
 
@@ -46,10 +50,20 @@ def test_bodies_that_store_sentences_set_up_empty_names_or_assert_literals_do_no
     "    assert model.training is False, 'eval mode'",
     '    plt.rcParams["font.size"] = 12',
     "    results = []\n    results.append(model(state))\n    return results",
-    "    state['lr'] = 0.001\n    return state",
+    "    state['lr'] = 0.001\n    return train(model, lr=state['lr'])",
+    '    os.environ["CUDA_VISIBLE_DEVICES"] = "0"',
+    "    return float(model(state).mean())",
+    "    if state is None:\n        raise ValueError('no state')\n    return model(state)",
 ])
 def test_code_that_checks_configures_or_computes_still_acts(body: str) -> None:
-    assert _acting({"steps.py": f"def step(model, state):\n{body}\n"}) == {"steps.py:1": True}
+    assert _acting({"steps.py": f"import os\n\n\ndef step(model, state):\n{body}\n"})["steps.py:4"] is True
+
+
+def test_a_flag_set_under_a_key_acts_once_some_code_reads_that_key() -> None:
+    unread = "class Pipeline:\n    def load(self):\n        self.state['loaded'] = True\n        return self\n"
+    assert _acting({"pipeline.py": unread}) == {"pipeline.py:1": False}
+    read = unread + "\n\ndef run(p):\n    if p.load().state['loaded']:\n        return train(p)\n"
+    assert _acting({"pipeline.py": read})["pipeline.py:1"] is True
 
 
 def test_imports_alone_do_not_act_the_code_that_uses_them_does() -> None:
@@ -98,9 +112,11 @@ def grader(request: pytest.FixtureRequest) -> Grader:
     return Grader(load_rubric(str(request.param)), EmbeddedJudge())
 
 
-# Forms the rules above stop; `unrelated_calls` and `shell_script` still pass leaves without the reference
-# (their names and flags are the requirement's words): bench/restatement_forms.py reports them.
-STOPPED = ("markdown_plan", "identity_fns", "call_chain", "test_stubs", "dataclass_fields", "notebook", "json_spec")
+# Forms the rules above stop; `unrelated_calls`, `shell_script`, `argparse_flags` and `class_state_flags` still
+# pass leaves without the reference on some papers (names and flags made of the requirement's words, a flag
+# key that is also a method's name): bench/restatement_forms.py reports them.
+STOPPED = ("markdown_plan", "identity_fns", "call_chain", "test_stubs", "dataclass_fields", "notebook", "json_spec",
+           "raise_unavailable", "str_wrappers", "registry_decorators", "yaml_pipeline")
 
 
 @pytest.mark.parametrize("reference", [True, False])
