@@ -17,7 +17,6 @@ import re
 from tree_sitter import Node
 
 from judge.reference.code_scope import Scope, imports_in, name_chain, node_text
-from judge.submission.code_languages import parser_for
 from judge.submission.code_line_roles import is_prose
 
 # Calls that only report: they never implement anything by themselves.
@@ -114,15 +113,30 @@ def _holds_prose(node: Node) -> bool:
     return any(_holds_prose(c) for c in node.named_children)
 
 
-_IMPORT_KINDS = frozenset({"import_statement", "import_from_statement", "future_import_statement", "comment"})
+_IMPORT_LINE = re.compile(r"^(?:import|from)\s")
 
 
 def imports_only(code: str) -> bool:
     """Python code whose statements are all imports (an import by itself implements nothing: the code that
-    uses what it brings in does)."""
-    root = parser_for("python").parse(code.encode("utf-8", "surrogateescape")).root_node
-    statements = [c for c in root.named_children if c.type != "comment"]
-    return bool(statements) and not root.has_error and all(c.type in _IMPORT_KINDS for c in statements)
+    uses what it brings in does). Read line by line, with an import's parenthesised or backslash-continued
+    lines: no parse."""
+    in_parentheses = continued = seen = False
+    for line in code.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if in_parentheses:
+            in_parentheses = ")" not in stripped
+            continue
+        if continued:
+            continued = stripped.endswith("\\")
+            continue
+        if not _IMPORT_LINE.match(stripped):
+            return False
+        seen = True
+        in_parentheses = "(" in stripped and ")" not in stripped
+        continued = stripped.endswith("\\")
+    return seen
 
 
 def python_acts(node: Node, scope: Scope) -> tuple[int, int]:
