@@ -51,7 +51,7 @@ import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,15 @@ def _name(requirement: str, count: int = 6) -> str:
     return "_".join(requirement_words(requirement, count))
 
 
+def _functions(requirements: list[str], parameters: str, body: Callable[[str], list[str]],
+               head: Sequence[str] = ()) -> str:
+    """A module of one function per requirement, named from its words; `body(first word)` gives its lines."""
+    out = list(head)
+    for r in requirements:
+        out += [f"def {_name(r)}({parameters}):", *(f"    {line}" for line in body(requirement_words(r)[0])), "", ""]
+    return "\n".join(out)
+
+
 def markdown_plan(requirements: list[str]) -> dict[str, str]:
     """A plan in Markdown: each requirement, then a fenced Python stub named from it."""
     out = ["# Experiment plan", ""]
@@ -98,12 +107,8 @@ def argparse_flags(requirements: list[str]) -> dict[str, str]:
 
 def identity_fns(requirements: list[str]) -> dict[str, str]:
     """Functions named from each requirement that hand their input back."""
-    out = []
-    for r in requirements:
-        first = requirement_words(r)[0]
-        out += [f"def {_name(r)}(model, data, config=None):", f"    {first}_result = data",
-                f"    return {first}_result", "", ""]
-    return {"pipeline.py": "\n".join(out)}
+    return {"pipeline.py": _functions(requirements, "model, data, config=None",
+                                      lambda word: [f"{word}_result = data", f"return {word}_result"])}
 
 
 def call_chain(requirements: list[str]) -> dict[str, str]:
@@ -147,12 +152,10 @@ def notebook(requirements: list[str]) -> dict[str, str]:
 
 def unrelated_calls(requirements: list[str]) -> dict[str, str]:
     """Functions named from each requirement whose body does something unrelated with numpy."""
-    out = ["import numpy as np", "", ""]
-    for r in requirements:
-        first = requirement_words(r)[0]
-        out += [f"def {_name(r)}(inputs):", f"    {first} = np.asarray(inputs, dtype=float)",
-                f"    return np.zeros_like({first})", "", ""]
-    return {"methods.py": "\n".join(out)}
+    return {"methods.py": _functions(
+        requirements, "inputs",
+        lambda word: [f"{word} = np.asarray(inputs, dtype=float)", f"return np.zeros_like({word})"],
+        head=["import numpy as np", "", ""])}
 
 
 def json_spec(requirements: list[str]) -> dict[str, str]:
@@ -179,19 +182,14 @@ def class_state_flags(requirements: list[str]) -> dict[str, str]:
 
 def raise_unavailable(requirements: list[str]) -> dict[str, str]:
     """Functions named from each requirement that raise."""
-    out = []
-    for r in requirements:
-        out += [f"def {_name(r)}(*args, **kwargs):", '    raise RuntimeError("unavailable in this environment")',
-                "", ""]
-    return {"steps.py": "\n".join(out)}
+    return {"steps.py": _functions(requirements, "*args, **kwargs",
+                                   lambda _: ['raise RuntimeError("unavailable in this environment")'])}
 
 
 def str_wrappers(requirements: list[str]) -> dict[str, str]:
     """Functions named from each requirement that convert their argument to text, print it and return it."""
-    out = []
-    for r in requirements:
-        out += [f"def {_name(r)}(value):", "    text = str(value)", "    print(text)", "    return text", "", ""]
-    return {"helpers.py": "\n".join(out)}
+    return {"helpers.py": _functions(requirements, "value",
+                                     lambda _: ["text = str(value)", "print(text)", "return text"])}
 
 
 def registry_decorators(requirements: list[str]) -> dict[str, str]:
