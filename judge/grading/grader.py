@@ -10,6 +10,7 @@ from typing import Any
 
 import judge
 from judge.checks.registry import CHECKS
+from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.verdicts import quote
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import MalformedDiffError
@@ -46,9 +47,10 @@ from judge.submission.view import SubmissionView, ViewCache, default_view_cache
 _DETECTORS_KEPT = 64
 # Closest candidates a leaf records beyond its cited evidence (LeafResult.compared).
 _COMPARED = 3
-# Which stage each gate decides, and the submission field whose absence triggers it.
+# Which stage each gate decides (what triggers it: `_triggered`).
 _GATES: dict[str, str] = {
     "empty_diff_fails_implementation": "implementation",
+    "inert_diff_fails_implementation": "implementation",
     "missing_design_fails_design": "design",
     "missing_conclusion_fails_conclusion": "conclusion",
 }
@@ -77,7 +79,20 @@ def fingerprint_for(rubric: Rubric, grader_judge: Judge, embedder: Embedder | No
     )
 
 
-def _missing(view: SubmissionView, stage: str) -> bool:
+def _inert(view: SubmissionView) -> bool:
+    """A diff of code units none of which does anything (comments, docstrings, stubs, prints and logs, constants
+    and sentences nothing reads: `SubmissionActs`), with no config file (a config may be read by code the diff
+    does not show). Whatever judge decides, nothing there can implement a requirement."""
+    units = view.code_units
+    if not units or any(unit.kind == "config" for unit in units):
+        return False
+    acts = SubmissionActs.of(view)
+    return not any(acts.acts(n) for n in range(len(units)))
+
+
+def _triggered(view: SubmissionView, gate: str, stage: str) -> bool:
+    if gate == "inert_diff_fails_implementation":
+        return not view.diff.is_empty and _inert(view)
     sub = view.submission
     if stage == "implementation":
         return view.diff.is_empty
@@ -250,7 +265,7 @@ class Grader:
                     judge="rubric")
                 continue
             for name, stage in _GATES.items():
-                if name in gates and leaf.stage == stage and _missing(view, stage):
+                if leaf.id not in decided and name in gates and leaf.stage == stage and _triggered(view, name, stage):
                     decided[leaf.id] = _gate_result(leaf, gates[name].reason)
         return decided
 

@@ -85,8 +85,9 @@ class Gate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Literal["empty_diff_fails_implementation", "missing_conclusion_fails_conclusion",
-                  "missing_design_fails_design", "integrity_flag_fails_all_correct"]
+    name: Literal["empty_diff_fails_implementation", "inert_diff_fails_implementation",
+                  "missing_conclusion_fails_conclusion", "missing_design_fails_design",
+                  "integrity_flag_fails_all_correct"]
     reason: str
 
 

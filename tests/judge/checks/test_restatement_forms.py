@@ -19,7 +19,7 @@ from judge.submission.view import SubmissionView
 from tests.judge.checks.test_requirement_behaviour import TRAIN, _grade, _implementation, _task
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-from reference_variants import added_diff
+from reference_variants import RESTATEMENTS, added_diff
 from restatement_forms import FORMS
 
 
@@ -138,3 +138,21 @@ def test_the_papers_own_code_beside_a_restated_plan_still_passes(grader: Grader)
     task = _task(True)
     files = {"train.py": TRAIN, **FORMS["markdown_plan"](list(task.requirements))}
     assert set(_implementation(_grade(grader, task, added_diff(files))).values()) == {"pass"}
+
+
+@pytest.mark.parametrize("form", ["comments", "docstrings", "stubs", "constants", "prints"])
+def test_a_diff_where_nothing_acts_is_failed_by_the_gate_before_any_judge(grader: Grader, form: str) -> None:
+    task = _task(False)
+    grade = _grade(grader, task, added_diff(RESTATEMENTS[form](list(task.requirements))))
+    implementation = [leaf for leaf in grade.leaves if leaf.stage == "implementation"]
+    assert implementation and all((leaf.verdict, leaf.judge, leaf.reason_code) == ("fail", "gate", "gate")
+                                  for leaf in implementation)
+
+
+def test_config_alone_or_code_beside_restatements_is_left_to_the_judge(grader: Grader) -> None:
+    task = _task(False)
+    requirements = list(task.requirements)
+    beside = {"train.py": TRAIN, **RESTATEMENTS["comments"](requirements)}
+    for files in (RESTATEMENTS["config"](requirements), beside):
+        grade = _grade(grader, task, added_diff(files))
+        assert {leaf.judge for leaf in grade.leaves if leaf.stage == "implementation"} == {"embedded"}

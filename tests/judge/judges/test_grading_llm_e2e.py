@@ -81,3 +81,24 @@ def test_empty_patch_fails_implementation_without_a_call(local_llm: LocalModelSe
         assert grade.usage.llm_calls == 0 and grade.usage.prompt_tokens == 0
         assert [(lf.verdict, lf.reason_code, lf.judge) for lf in grade.leaves] == [("fail", "gate", "gate")] * 2
         assert grade.metrics.I == 0.0
+
+
+def test_a_patch_where_no_code_acts_fails_implementation_without_a_call(local_llm: LocalModelServer,
+                                                                        tmp_path: Path) -> None:
+    data = yaml.safe_load(RUBRIC.read_text())
+    data["id"] = "implementation-only"
+    data["stages"] = [s for s in data["stages"] if s["stage"] == "implementation"]
+    path = tmp_path / "implementation-only.yaml"
+    path.write_text(yaml.safe_dump(data))
+    grader = Grader(load_rubric(str(path)), build_judge(local_llm.model, api_base=local_llm.api_base,
+                                                        max_concurrency=1))
+    restated = ("diff --git a/steps.py b/steps.py\nnew file mode 100644\n--- /dev/null\n+++ b/steps.py\n"
+                "@@ -0,0 +1,6 @@\n+# add a --lr command-line argument to train.py\n+def add_lr_argument():\n"
+                '+    """Add a --lr command-line argument."""\n+    raise NotImplementedError\n+\n'
+                '+LOG_FINAL_LOSS = "log the final training loss to results.txt"\n')
+    grade = asyncio.run(grader.grade(TASK, SUBMISSION.model_copy(update={"diff": restated})))
+    assert grade.usage.llm_calls == 0
+    assert [(lf.verdict, lf.reason_code, lf.judge) for lf in grade.leaves] == [("fail", "gate", "gate")] * 2
+    assert "no code in the agent's diff does anything" in (grade.leaves[0].reason or "")
+    acting = asyncio.run(grader.grade(TASK, SUBMISSION))  # the same rubric still asks the model about real code
+    assert acting.usage.llm_calls >= 1 and {lf.judge for lf in acting.leaves} == {"llm"}
