@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import numpy as np
@@ -135,9 +136,11 @@ def test_a_second_rubric_version_over_the_same_submission_encodes_nothing(tmp_pa
     first = _embedder(EmbeddingCache(path))
     graded = _grade(first, task)
     source = rubric_path("expbench-v1")
-    bumped = tmp_path / "expbench-v1-1.0.1.yaml"
-    bumped.write_text(source.read_text(encoding="utf-8").replace('version: "1.0.0"', 'version: "1.0.1"', 1),
-                      encoding="utf-8")
+    bumped = tmp_path / "expbench-v1-bumped.yaml"
+    text, versions = re.subn(r'^version: "[^"]+"$', 'version: "99.0.0"', source.read_text(encoding="utf-8"),
+                             count=1, flags=re.M)
+    assert versions == 1
+    bumped.write_text(text, encoding="utf-8")
     again = _embedder(EmbeddingCache(path))
     regraded = _grade(again, task, rubric=str(bumped))
     assert regraded.fingerprint.digest != graded.fingerprint.digest  # another fingerprint: no grade-cache hit
