@@ -3,7 +3,7 @@ from counting as an implementation.
 
 `python_acts` counts, under a Python parse tree, the statements that do something and all statements: a stub
 body (`pass`, `...`, `return None`, a docstring, `raise NotImplementedError`), prints and logs only, a literal
-assigned to a name nothing reads, a sentence stored anywhere (`state["step"] = "we load the data"`), a name
+assigned to a name nothing reads, a sentence set as an item (`state["step"] = "we load the data"`), a name
 set up empty (`state = {}`), an assert of a literal (`assert True`), a raise, a literal set under a key no
 code reads, a conversion (`str(x)`) of nothing computed, do nothing. `imports_only` tells code whose only
 statements are imports. `reports_only` tells a line of another language that only reports (echo, printf,
@@ -179,13 +179,14 @@ def _effective(node: Node, scope: Scope) -> bool:
             return False
         if not _literal_value(right) or node.type == "augmented_assignment":
             return _effective(right, scope)
-        if _holds_prose(right) or _empty_value(right):
+        if _empty_value(right):
             return False
         # A value nothing reads (a constant or "config" restating a requirement) does nothing; setting an
         # item of something imported (`plt.rcParams["font"] = 42`, `os.environ[...]`) configures what exists,
-        # an item under a key some code reads (`cfg["lr"]`) is read, an item by position is computed.
+        # an item under a key some code reads (`cfg["lr"]`) is read, an item by position is computed; a sentence
+        # set as an item is a note, while a sentence bound to a name code reads may be a prompt or a template.
         if left is not None and left.type == "subscript":
-            return _item_read(left, scope)
+            return not _holds_prose(right) and _item_read(left, scope)
         if left is None or left.type not in {"identifier", "attribute"}:
             return True
         return scope.reads is None or node_text(left).rsplit(".", 1)[-1] in scope.reads

@@ -1,8 +1,8 @@
 """Whether a unit of the submission acts: the gate every implementation must pass before it is compared.
 
 A unit implements nothing when it only restates: comments and docstrings, a stub body (`pass`, `...`,
-`return None`, `raise NotImplementedError`), prints and logs, a constant no code reads, a sentence stored in
-data, a config section whose keys no code of the submission reads, imports alone, a document's code block
+`return None`, `raise NotImplementedError`), prints and logs, a constant no code reads, a sentence set as an
+item of data, a config section whose keys no code of the submission reads, imports alone, a document's code block
 that would do nothing as code (a fenced Python block is read as Python). `SubmissionActs` reads a
 submission's units once (per submission, memoised on the view): the imports of each file, the names its code
 reads outside prints and logs, and per unit its behaviour (`judge.reference.behaviour`) and whether it acts.

@@ -12,6 +12,7 @@ from judge.checks.requirement.acts import SubmissionActs, doc_blocks_act
 from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.models import Submission
+from judge.reference.behaviour import Scope, behaviour_of
 from judge.rubric_loader import load_rubric
 from judge.safety.leak_detection import LeakDetector, redact
 from judge.submission.code_line_roles import is_prose
@@ -64,6 +65,16 @@ def test_a_flag_set_under_a_key_acts_once_some_code_reads_that_key() -> None:
     assert _acting({"pipeline.py": unread}) == {"pipeline.py:1": False}
     read = unread + "\n\ndef run(p):\n    if p.load().state['loaded']:\n        return train(p)\n"
     assert _acting({"pipeline.py": read})["pipeline.py:1"] is True
+
+
+def test_a_sentence_bound_to_a_name_code_reads_acts_one_set_as_an_item_does_not() -> None:
+    # A prompt or a template a program reads is part of what it does; a sentence filed under a key is a note.
+    read = Scope(reads=frozenset({"PROMPT", "state", "step"}))
+    assert behaviour_of('PROMPT = "You are a careful grader. Answer yes or no."', "python", read).acts == 1
+    assert behaviour_of('PROMPT = "You are a careful grader. Answer yes or no."', "python", Scope(reads=frozenset())
+                        ).acts == 0
+    assert behaviour_of('state["step"] = "we load the data from its checkpoint"', "python", read).acts == 0
+    assert behaviour_of('state["step"] = 3', "python", read).acts == 1
 
 
 def test_imports_alone_do_not_act_the_code_that_uses_them_does() -> None:
