@@ -91,8 +91,8 @@ def _inert(view: SubmissionView) -> bool:
 
 
 def _triggered(view: SubmissionView, gate: str, stage: str) -> bool:
-    if gate == "inert_diff_fails_implementation":
-        return not view.diff.is_empty and _inert(view)
+    if gate == "inert_diff_fails_implementation":  # an empty diff has no code units: the gate above decides it
+        return _inert(view)
     sub = view.submission
     if stage == "implementation":
         return view.diff.is_empty
@@ -258,15 +258,18 @@ class Grader:
     def _decide_gates(self, leaves: list[Leaf], view: SubmissionView) -> dict[str, LeafResult]:
         decided: dict[str, LeafResult] = {}
         gates = {g.name: g for s in self.rubric.stages for g in s.gates}
+        stages = {leaf.stage for leaf in leaves}
+        fired: dict[str, str] = {}  # stage -> reason of its first gate that fires, worked out once per grade
+        for name, stage in _GATES.items():
+            if name in gates and stage in stages and stage not in fired and _triggered(view, name, stage):
+                fired[stage] = gates[name].reason
         for leaf in leaves:
             if leaf.target_meta.get("no_ground_truth"):
                 decided[leaf.id] = LeafResult.unscored(
                     leaf, "no_ground_truth", f"the task has no ground truth for {leaf.stage} ({leaf.template_id})",
                     judge="rubric")
-                continue
-            for name, stage in _GATES.items():
-                if leaf.id not in decided and name in gates and leaf.stage == stage and _triggered(view, name, stage):
-                    decided[leaf.id] = _gate_result(leaf, gates[name].reason)
+            elif leaf.stage in fired:
+                decided[leaf.id] = _gate_result(leaf, fired[leaf.stage])
         return decided
 
     def _copies(self, task: Task, submission: Submission, task_hash: str | None) -> list[LeakFinding]:

@@ -82,8 +82,7 @@ def _literal_value(node: Node) -> bool:
 def _item_read(target: Node, scope: Scope) -> bool:
     """Whether setting `target` (`x[k] = literal`) can matter: its key is not a string, the container is
     imported (or a name the code does not bind: imported where a diff does not show), or code of the submission
-    reads the key (`SubmissionActs` counts a key where it is written only
-    when it is read elsewhere)."""
+    reads the key (`SubmissionActs` does not count a key as read where it is written)."""
     key = target.child_by_field_name("subscript")
     if key is None or key.type != "string" or scope.reads is None:
         return True
@@ -113,7 +112,8 @@ def _holds_prose(node: Node) -> bool:
     return any(_holds_prose(c) for c in node.named_children)
 
 
-_IMPORT_LINE = re.compile(r"^(?:import|from)\s")
+# A line that imports (`import x`, `from x import y`).
+IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s")
 
 
 def imports_only(code: str) -> bool:
@@ -131,7 +131,7 @@ def imports_only(code: str) -> bool:
         if continued:
             continued = stripped.endswith("\\")
             continue
-        if not _IMPORT_LINE.match(stripped):
+        if not IMPORT_LINE.match(stripped):
             return False
         seen = True
         in_parentheses = "(" in stripped and ")" not in stripped

@@ -50,10 +50,9 @@ def is_prose(text: bytes) -> bool:
     with a run of blanks (layout, or what is left of a sentence whose copied words were blanked out,
     `judge.safety.leak_detection.redact`: never a key or a name)."""
     content = text.decode("utf-8", "replace")
-    words = len(_PROSE_WORD.findall(content))
     if _BLANKED.search(content):
         return True
-    return any(ch.isspace() for ch in content.strip()) and words >= _PROSE_MIN_WORDS
+    return any(ch.isspace() for ch in content.strip()) and len(_PROSE_WORD.findall(content)) >= _PROSE_MIN_WORDS
 
 
 def _span_kind(node: Node, profile: LanguageProfile) -> SpanKind:

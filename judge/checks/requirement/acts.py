@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from judge.reference.behaviour import Behaviour, Scope, behaviour_of, imports_in
-from judge.reference.code_acts import imports_only
+from judge.reference.code_acts import IMPORT_LINE, imports_only
 from judge.reference.code_scope import bound_names
 from judge.submission.code_units import CodeUnit, executable_text
 from judge.submission.view import SubmissionView
@@ -31,7 +31,6 @@ _REPORT_LINE = re.compile(r"^\s*(?:[\w.]+\s*=\s*logging\.|(?:print|pprint|echo|p
 _TARGET = re.compile(r"^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=(?!=)")
 # An item set under a string key (`state["step"] = ...`): writing the key is not reading it.
 _ITEM_TARGET = re.compile(r"""^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])*\[\s*["'][\w.-]+["']\s*\]\s*=(?!=)""")
-_IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s")
 _CONFIG_KEY = re.compile(r"^\s*-?\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]")
 _CONFIG_VALUE = re.compile(r"[:=]\s*[\"']?([A-Za-z_][\w.]*)[\"']?\s*,?\s*$")
 _FENCE = re.compile(r"^\s*(?:```|~~~)\s*([\w+.-]*)")
@@ -73,7 +72,7 @@ def _reads(units: Sequence[CodeUnit]) -> Counter[str]:
         if unit.kind in {"config", "doc"}:
             continue
         for line in unit.executable_lines:
-            if not line.strip() or _REPORT_LINE.match(line) or _IMPORT_LINE.match(line):
+            if not line.strip() or _REPORT_LINE.match(line) or IMPORT_LINE.match(line):
                 continue
             counts.update(_NAME.findall(_TARGET.sub("", _ITEM_TARGET.sub("", line, count=1), count=1)))
         for line in unit.lines:  # string keys (`cfg["lr"]`) are emptied in executable text when prose-like
@@ -133,7 +132,6 @@ class SubmissionActs:
         # Only a unit that may call one of them reads differently now (its calls of them do nothing).
         for n in [n for n in found._behaviours if any(name in found.units[n].text for name in found.inert)]:
             del found._behaviours[n]
-        found._acting.clear()
         return found
 
     def scope(self, unit: CodeUnit) -> Scope:

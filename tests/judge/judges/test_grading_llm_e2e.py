@@ -68,12 +68,18 @@ def test_cli_grades_through_the_local_model(local_llm: LocalModelServer, tmp_pat
             assert leaf["votes"] and leaf["confidence"] is not None
 
 
-def test_empty_patch_fails_implementation_without_a_call(local_llm: LocalModelServer, tmp_path: Path) -> None:
+def _implementation_only(tmp_path: Path) -> Path:
+    """expbench-v1 cut to its implementation stage (its gates with it)."""
     data = yaml.safe_load(RUBRIC.read_text())
     data["id"] = "implementation-only"
     data["stages"] = [s for s in data["stages"] if s["stage"] == "implementation"]
     path = tmp_path / "implementation-only.yaml"
     path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_empty_patch_fails_implementation_without_a_call(local_llm: LocalModelServer, tmp_path: Path) -> None:
+    path = _implementation_only(tmp_path)
     judge = build_judge(local_llm.model, api_base=local_llm.api_base, max_concurrency=1)
     grader = Grader(load_rubric(str(path)), judge)
     for empty in ("", None):
@@ -85,11 +91,7 @@ def test_empty_patch_fails_implementation_without_a_call(local_llm: LocalModelSe
 
 def test_a_patch_where_no_code_acts_fails_implementation_without_a_call(local_llm: LocalModelServer,
                                                                         tmp_path: Path) -> None:
-    data = yaml.safe_load(RUBRIC.read_text())
-    data["id"] = "implementation-only"
-    data["stages"] = [s for s in data["stages"] if s["stage"] == "implementation"]
-    path = tmp_path / "implementation-only.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path = _implementation_only(tmp_path)
     grader = Grader(load_rubric(str(path)), build_judge(local_llm.model, api_base=local_llm.api_base,
                                                         max_concurrency=1))
     restated = ("diff --git a/steps.py b/steps.py\nnew file mode 100644\n--- /dev/null\n+++ b/steps.py\n"
