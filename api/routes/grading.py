@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.background import BackgroundTask
 
 from api.deps import Service, ServiceDep, TenantDep
 from api.errors import UPSTREAM_RETRY_AFTER_SECONDS, ApiError, UpstreamUnavailable, field_path
@@ -188,7 +189,11 @@ async def grade(
     outcome = await grade_now(
         service.runtime, service.owner, tenant=tenant, payload=payload, idempotency_key=idempotency_key
     )
-    return _sync_response(outcome)
+    response = _sync_response(outcome)
+    if outcome.grade is not None and outcome.item is not None and outcome.item.created:
+        # Its review index rows are written once the answer is out (judge/store/review_backlog.py).
+        response.background = BackgroundTask(service.store.review.index_new_grades, tenant, [outcome.grade])
+    return response
 
 
 @router.post(

@@ -131,4 +131,6 @@ async def run_claimed(job: JobRecord, payload: JobPayload, runtime: GradingRunti
     finished = await store.jobs.finish(job.job_id, owner, state, error)
     if finished is None:  # another runner took the job over meanwhile; report it as it stands
         finished = await store.jobs.get(job.job_id)
+    # The review index rows of the grades it stored, in one write (judge/store/review_backlog.py).
+    await store.review.index_new_grades(job.tenant, [r.grade for r in results if r.created and r.grade is not None])
     return JobRun(finished, claimed=True, results={r.index: r for r in results})

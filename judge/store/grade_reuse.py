@@ -14,7 +14,7 @@ changed meanwhile is stored as a full copy instead.
 A cache entry carries a summary of its grade (`grade_summary`: scores, metrics, leaf counts, usage) beside its
 text, so a reuse is recorded, and its run reported, without parsing the cached grade.
 
-The review index of a reused grade is not written with it: see judge/store/reuse_index.py.
+The review index of a grade is not written with it: see judge/store/review_backlog.py.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from sqlalchemy import Connection, LargeBinary, bindparam, cast, func, select, u
 
 from judge.store.dialects import key_in, on_conflict
 from judge.store.records import SavedGrade
-from judge.store.review_index import insert_leaf_rows, leaf_rows
 from judge.store.tables import GradeCacheRow, GradeRow
 
 # Keys per IN (...) list: far under SQLite's and asyncpg's parameter limits.
@@ -307,7 +306,8 @@ def _insert(connection: Connection, tenant: str, rows: list[dict[str, Any]]) -> 
 
 def insert_copies(connection: Connection, tenant: str, entries: Sequence[tuple[str, dict[str, Any], str]],
                   fingerprint_digest: str) -> list[SavedGrade]:
-    """Store full copies, given as (run key, grade JSON object, its text), with their review index rows.
+    """Store full copies, given as (run key, grade JSON object, its text); their review index rows are written
+    later (judge/store/review_backlog.py).
 
     The rows are filled from the JSON object (no model validation); the text is stored as given. A run key
     the tenant already has keeps its grade.
@@ -316,12 +316,6 @@ def insert_copies(connection: Connection, tenant: str, entries: Sequence[tuple[s
     if not rows:
         return []
     stored = _insert(connection, tenant, rows)
-    insert_leaf_rows(connection, [
-        leaf for row, (_key, grade, _text) in zip(rows, entries, strict=True)
-        if stored[row["run_key"]] == row["grade_id"]
-        for leaf in leaf_rows(tenant, row["grade_id"], row["task_id"], fingerprint_digest, grade["leaves"],
-                              content_hashes=(row["task_hash"], row["submission_hash"]))
-    ])
     return [SavedGrade(grade_id=stored[row["run_key"]], created=stored[row["run_key"]] == row["grade_id"])
             for row in rows]
 

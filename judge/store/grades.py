@@ -26,7 +26,6 @@ from judge.store.grade_reuse import (
     keep_reused_bodies,
 )
 from judge.store.records import GradeFilter, GradePage, GradeSummary, SavedGrade
-from judge.store.review_index import grade_leaf_rows, insert_leaf_rows
 from judge.store.tables import GradeCacheRow, GradeRow
 
 if TYPE_CHECKING:
@@ -92,8 +91,7 @@ def save_grade(
         "grade_json": grade_json if grade_json is not None else grade.model_dump_json(),
     }
     inserted = run_hot(connection, _INSERT_GRADE, values, fetch=True)
-    if inserted is not None:
-        insert_leaf_rows(connection, grade_leaf_rows(tenant, grade, fingerprint_digest=digest))
+    if inserted is not None:  # its review index rows are written later (judge/store/review_backlog.py)
         return SavedGrade(grade_id=inserted[0], created=True)
     existing = connection.execute(
         select(GradeRow.grade_id).where(GradeRow.tenant == tenant, GradeRow.run_key == run_key)

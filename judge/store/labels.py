@@ -17,7 +17,7 @@ from sqlalchemy import Connection, func, insert, select, update
 from judge.errors import InputError
 from judge.store.clock import as_utc, utcnow
 from judge.store.dialects import insert_ignoring
-from judge.store.reuse_index import REVIEW_GRADE, has_pending, index_reused
+from judge.store.review_backlog import REVIEW_GRADE, has_backlog, index_backlog
 from judge.store.review_index import labels_for_template, refresh_label_counts
 from judge.store.review_records import KeyIdentity, LabelEvent, LabelRecord, LabelWrite
 from judge.store.tables import GradeRow, LabelEventRow, LabelRow, ReviewLeafRow
@@ -91,7 +91,7 @@ def _clean_note(note: str | None) -> str | None:
 
 
 def _review_grade(connection: Connection, tenant: str, grade_id: str) -> str | None:
-    """The grade whose review index rows stand for the tenant's grade `grade_id` (see judge/store/reuse_index.py)."""
+    """The grade whose review index rows stand for the tenant's grade `grade_id` (see judge/store/review_backlog.py)."""
     query = select(REVIEW_GRADE).where(GradeRow.tenant == tenant, GradeRow.grade_id == grade_id)
     found: str | None = connection.execute(query).scalar_one_or_none()
     return found
@@ -162,8 +162,8 @@ def _write_copy(connection: Connection, who: KeyIdentity, leaf: Any, label: str,
 
 def _write(connection: Connection, who: KeyIdentity, grade_id: str, leaf_id: str, label: str,
            note: str | None) -> LabelWrite | None:
-    if has_pending(connection, who.tenant):
-        index_reused(connection, who.tenant)
+    if has_backlog(connection, who.tenant):
+        index_backlog(connection, who.tenant)
     indexed_as = _review_grade(connection, who.tenant, grade_id)
     copies = [] if indexed_as is None else _copies(connection, who.tenant, indexed_as, leaf_id)
     if not copies:
@@ -188,7 +188,7 @@ class LabelStore:
 
     def __init__(self, store: StoreAccess, review: ReviewQueries) -> None:
         self._store = store
-        self._review = review  # reused grades are indexed lazily: labels cover them first
+        self._review = review  # grades are indexed after they are stored: labels cover them first
 
     async def set_label(
         self, who: KeyIdentity, grade_id: str, leaf_id: str, label: str, note: str | None = None
@@ -213,12 +213,12 @@ class LabelStore:
         if not who.can_label:
             raise InputError(f"a {who.role} key cannot write labels", field="role")
         cleaned = _clean_note(note)
-        await self._review.cover_reused(who.tenant)  # in batches; the write covers what came since
+        await self._review.catch_up(who.tenant)  # in batches; the write covers what came since
         return await self._store.run_write(lambda c: _write(c, who, grade_id, leaf_id, label.strip(), cleaned))
 
     async def of_grade(self, tenant: str, grade_id: str) -> list[LabelRecord]:
         """Every rater's label of one grade (apply `visible_labels` before showing them to a rater)."""
-        await self._review.cover_reused(tenant)
+        await self._review.catch_up(tenant)
         query = (select(LabelRow.__table__).where(LabelRow.tenant == tenant, LabelRow.grade_id == _indexed_as(
                     tenant, grade_id)).order_by(LabelRow.leaf_id, LabelRow.rater_id))
         rows = await self._store.run_read(lambda c: list(c.execute(query).all()))
@@ -230,7 +230,7 @@ class LabelStore:
 
     async def history(self, viewer: KeyIdentity, grade_id: str, leaf_id: str) -> list[LabelEvent]:
         """The audit trail of one leaf, oldest first; other raters' entries only once `viewer` labelled it."""
-        await self._review.cover_reused(viewer.tenant)
+        await self._review.catch_up(viewer.tenant)
         query = (select(LabelEventRow.__table__)
                  .where(LabelEventRow.tenant == viewer.tenant,
                         LabelEventRow.grade_id == _indexed_as(viewer.tenant, grade_id),

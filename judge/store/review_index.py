@@ -1,10 +1,9 @@
 """The leaf index of the review pages: one `review_leaves` row per leaf of every stored grade.
 
-Rows are written in the transaction that stores the grade (`save_grade`, `insert_copies`; a reused grade's
-when the review needs them, see reuse_index.py), and the
-migration that introduced the table filled it for the grades stored before. The judge's verdict and
-confidence are copied once; the label columns (`n_labels`, `n_disagree`, `raters_split`, `dis_rank`)
-change only through `refresh_label_counts`, which every label write calls.
+Rows are written after the grade, in batches of many grades, by the catch-up of the review index
+(judge/store/review_backlog.py); the migration that introduced the table filled it for the grades stored
+before. The judge's verdict and confidence are copied once; the label columns (`n_labels`, `n_disagree`,
+`raters_split`, `dis_rank`) change only through `refresh_label_counts`, which every label write calls.
 
 Identical leaves (same task, submission, rubric leaf and judge fingerprint: cache copies, refreshes,
 batches) share a `content_key` and are one review item: a label given on one copy is written to every

@@ -11,15 +11,18 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, and_, case, exists, func, or_, select, tuple_
 from sqlalchemy.orm import aliased
 
 from judge.errors import InputError
+from judge.models import Grade
 from judge.store.clock import as_utc
 from judge.store.grade_reuse import GRADE_BODY, full_json
-from judge.store.reuse_index import REVIEW_GRADE, has_pending, index_reused
+from judge.store.review_backlog import REVIEW_GRADE, has_backlog, index_backlog, index_grades
 from judge.store.review_records import (
     AssignedFilter,
     KeyIdentity,
@@ -35,9 +38,12 @@ from judge.store.tables import GradeRow, LabelRow, ReviewAssignmentRow, ReviewLe
 if TYPE_CHECKING:
     from judge.store.access import StoreAccess
 
+log = logging.getLogger(__name__)
+
 MAX_REVIEW_PAGE = 200
-# Reused grades covered per write transaction of `cover_reused`.
-REUSED_PER_WRITE = 500
+# Grades covered per write transaction of `catch_up`: ~2,500 index rows of fresh grades, so a write that waits
+# behind one (a synchronous grade's) waits tens of milliseconds, not seconds.
+BACKLOG_PER_WRITE = 100
 _LEAF = ReviewLeafRow
 _ENTRY = (_LEAF.grade_id, _LEAF.position, _LEAF.leaf_id, _LEAF.template_id, _LEAF.stage, _LEAF.verdict,
           _LEAF.judge_label, _LEAF.confidence, _LEAF.task_id, _LEAF.fingerprint_digest, _LEAF.n_labels,
@@ -206,21 +212,34 @@ def _copies_and_assignees(connection: Connection, tenant: str, items: list[LeafI
 
 
 class ReviewQueries:
-    """Read-only queries of the review pages (and the catch-up of the index they read, `cover_reused`)."""
+    """Read-only queries of the review pages (and the catch-up of the index they read, `catch_up`)."""
 
     def __init__(self, store: StoreAccess) -> None:
         self._store = store
 
-    async def cover_reused(self, tenant: str) -> None:
-        """Cover the tenant's reused grades in the review index, if some are not covered (one read when none).
+    async def catch_up(self, tenant: str) -> None:
+        """Index the tenant's grades the review index does not cover yet (its backlog, see
+        judge/store/review_backlog.py); one read when there are none.
 
-        One write per batch of grades, so other writes go in between when a large rerun is covered.
+        One write per batch of grades, so other writes go in between when a large backlog is covered.
         """
-        if not await self._store.run_read(lambda connection: has_pending(connection, tenant), point=True):
+        if not await self._store.run_read(lambda connection: has_backlog(connection, tenant), point=True):
             return
-        covered = REUSED_PER_WRITE
-        while covered == REUSED_PER_WRITE:
-            covered = await self._store.run_write(lambda c: index_reused(c, tenant, limit=REUSED_PER_WRITE))
+        covered = BACKLOG_PER_WRITE
+        while covered == BACKLOG_PER_WRITE:
+            covered = await self._store.run_write(lambda c: index_backlog(c, tenant, limit=BACKLOG_PER_WRITE))
+
+    async def index_new_grades(self, tenant: str, grades: Sequence[Grade]) -> None:
+        """Index grades just stored for `tenant` (`index_grades`), once nobody waits for them (after a response,
+        at a job's end). A failure is logged, not raised: the grades are stored and stay in the backlog for
+        the next `catch_up`."""
+        if not grades:
+            return
+        try:
+            await self._store.run_write(lambda connection: index_grades(connection, tenant, grades))
+        except Exception:
+            log.exception("indexing %d stored grade(s) of tenant %s for review failed; the review pages will "
+                          "index them", len(grades), tenant)
 
     async def list_grades(self, tenant: str, filters: ReviewFilter, *, limit: int = 50,
                           cursor: str | None = None) -> ReviewGradePage:
@@ -230,7 +249,7 @@ class ReviewQueries:
             InputError: a limit out of range or a cursor this store did not hand out.
         """
         _check_limit(limit)
-        await self.cover_reused(tenant)
+        await self.catch_up(tenant)
         return await self._store.run_read(lambda c: _list_grades(c, tenant, filters, limit, cursor))
 
     async def queue(self, viewer: KeyIdentity, *, order: QueueOrder = "confidence", limit: int = 20,
@@ -247,7 +266,7 @@ class ReviewQueries:
             InputError: a limit out of range or a cursor this store did not hand out.
         """
         _check_limit(limit)
-        await self.cover_reused(viewer.tenant)
+        await self.catch_up(viewer.tenant)
         return await self._store.run_read(
             lambda c: _queue(c, viewer, order, limit, cursor, include_unscored, count, assigned))
 
@@ -301,7 +320,7 @@ class ReviewQueries:
                        func.sum(case((and_(_LEAF.n_labels > 0, or_(_LEAF.n_disagree > 0,
                                                                      _LEAF.raters_split.is_(True))), 1), else_=0))
                        ).where(_LEAF.tenant == tenant)
-        await self.cover_reused(tenant)
+        await self.catch_up(tenant)
         row = await self._store.run_read(lambda c: c.execute(query).one())
         return {"leaves": int(row[0] or 0), "items": int(row[1] or 0), "scored": int(row[2] or 0),
                 "labelled": int(row[3] or 0), "disagreements": int(row[4] or 0)}

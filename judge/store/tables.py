@@ -45,8 +45,8 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
-# Reused grades the review index does not cover yet (judge/store/reuse_index.py), per tenant.
-REVIEW_PENDING = "reuse_json IS NOT NULL AND review_grade_id IS NULL"
+# Grades the review index does not cover yet (the backlog: judge/store/review_backlog.py), per tenant.
+REVIEW_PENDING = "review_grade_id IS NULL"
 
 
 class GradeRow(Base):
@@ -56,8 +56,9 @@ class GradeRow(Base):
     its content (submission hash, task hash, fingerprint digest: the cache entry's key) holds only the run's
     own fields in `reuse_json` (ids, time, calibration status, usage); `grade_json` stays NULL unless the
     cache entry is replaced later, when the reused body is moved here first. `review_grade_id` names the
-    grade whose review index rows stand for a reused grade (its own id when they are its own); NULL while
-    the review index does not cover it yet, and for every other grade (indexed when stored).
+    grade whose review index rows stand for this one: its own id when they are its own, an indexed twin's for a
+    reused grade; NULL while the review index does not cover it yet (every grade is stored so, see
+    judge/store/review_backlog.py).
     """
 
     __tablename__ = "grades"

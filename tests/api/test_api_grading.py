@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import httpx
+from sqlalchemy import select
 
+from judge.store import Store
+from judge.store.tables import GradeRow
 from tests.api.conftest import Service, fresh_request
 
 
@@ -130,3 +134,40 @@ def test_listing_filters_by_task_agent_and_fingerprint(service: Service, example
             ]
             == []
         )
+
+
+def indexed_for_review(service: Service, grade_ids: list[str], deadline: float = 30) -> dict[str, str | None]:
+    """`review_grade_id` of each grade once all are set, or as they stand at the deadline (the service indexes
+    its grades for review right after it answers, in the same process but after the response)."""
+
+    async def read() -> dict[str, str | None]:
+        store = Store(service.env["EXPJUDGE_DATABASE_URL"])
+        try:
+            query = select(GradeRow.grade_id, GradeRow.review_grade_id).where(GradeRow.grade_id.in_(grade_ids))
+            return dict(await store.run_read(lambda c: c.execute(query).all()))  # type: ignore[arg-type]
+        finally:
+            await store.close()
+
+    give_up = time.monotonic() + deadline
+    while True:
+        found = asyncio.run(read())
+        if all(found.get(grade_id) for grade_id in grade_ids) or time.monotonic() > give_up:
+            return found
+        time.sleep(0.1)
+
+
+def test_a_graded_request_is_indexed_for_review_after_its_answer_without_a_review_read(
+    service: Service, example: dict[str, Any]
+) -> None:
+    with service.client() as client:
+        response = client.post("/v1/grade", json=fresh_request(example))
+        assert response.status_code == 200, response.text
+        sync_id = response.json()["grade_id"]
+        assert indexed_for_review(service, [sync_id]) == {sync_id: sync_id}
+        items = [{k: v for k, v in fresh_request(example).items() if k in ("task", "submission")} for _ in range(2)]
+        accepted = client.post("/v1/grade/batch", json={"items": items})
+        assert accepted.status_code == 202, accepted.text
+        job = wait_for_job(client, accepted.headers["location"])
+        assert job["state"] == "succeeded"
+        batch_ids = [result["grade_id"] for result in job["results"]]
+    assert indexed_for_review(service, batch_ids) == {grade_id: grade_id for grade_id in batch_ids}

@@ -3,7 +3,7 @@
 `grades.grade_json` may be NULL for a grade that reuses the grade cache entry of its content; its own fields
 (ids, time, calibration status, usage) are in `grades.reuse_json`. `grades.review_grade_id` names the grade
 whose review index rows stand for a reused grade (NULL until the review index covers it, see
-judge/store/reuse_index.py). Grades stored before this revision are all full grades: nothing to fill.
+judge/store/review_backlog.py). Grades stored before this revision are all full grades: nothing to fill.
 
 `grade_cache.summary_json` holds the fields a reuse needs besides the entry's text (see
 `judge.store.grade_reuse.grade_summary`), so a cached rerun parses no cached grade; entries cached before this
