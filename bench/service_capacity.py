@@ -28,7 +28,8 @@ Every request grades new content (its own ids and a conclusion sentence of its o
 so each grade embeds something new in the service and in the floor alike.
 
 With --alone-only, steps 1-3 are skipped: only step 4's service-side figure (over the judge's own time in the
-service) and peak memory, a small run for a shared machine.
+service) and peak memory, a small run for a shared machine, beside the HTTP floor of the same requests
+(bench/http_floor.py: a bare app on the same stack, which no change inside expjudge can go below).
 
 --http and --loop are passed to `expjudge serve` (auto: httptools and uvloop when installed), to compare them.
 With --profile, the service's event-loop thread runs under cProfile over the requests sent one at a time, timed
@@ -69,6 +70,7 @@ from judge.settings import configure_offline_environment  # noqa: E402
 configure_offline_environment()
 
 from api_overhead import _cpu_seconds, _create_key, _percentile  # noqa: E402
+from http_floor import http_floor_ms  # noqa: E402
 
 from judge.devtools.local_services import (  # noqa: E402
     LOOPBACK,
@@ -380,8 +382,14 @@ def run(kind: str, args: argparse.Namespace, logs: Path, stub_base: str) -> dict
     try:
         asyncio.run(closed_loop(base, key, service.pid, judge, 4, 5.0, warmup=5.0))  # model loaded, pools filled
         if args.alone_only:
-            return alone_only(kind, judge, service, base, key, args.alone, judge_times,
-                              f"{stub_base}/v1" if kind == "llm" else None)
+            figures = alone_only(kind, judge, service, base, key, args.alone, judge_times,
+                                 f"{stub_base}/v1" if kind == "llm" else None)
+            answer = httpx.post(f"{base}/v1/grade", content=body_for(judge), timeout=300,
+                                headers={"X-API-Key": key, "Content-Type": "application/json"}).content
+            figures["http_floor_ms"] = http_floor_ms(logs, [body_for(judge) for _ in range(args.alone)], answer,
+                                                     {"X-API-Key": key, "Content-Type": "application/json"},
+                                                     http=args.http, loop=args.loop)
+            return figures
         levels = saturate(base, key, service.pid, judge, args.seconds, args.max_concurrency)
         best = max(levels, key=lambda lv: lv.rate)
         half = best.rate / 2
@@ -450,6 +458,11 @@ def report_alone(figures: dict[str, Any]) -> bool:
         print(f"[{kind}] service CPU per request one at a time outside the judge (all its threads): "
               f"{figures['alone_outside_cpu_ms']:.2f} ms; the judge's own CPU p50 "
               f"{_percentile(figures['alone_judge_cpu_ms'], 0.5):.1f} ms")
+    if "http_floor_ms" in figures:  # what the HTTP stack alone costs the same requests (bench/http_floor.py)
+        floor = _percentile(figures["http_floor_ms"], 0.5)
+        print(f"[{kind}] HTTP floor (a bare app on the same stack answering the same requests with a grade's JSON, "
+              f"bench/http_floor.py): p50 {floor:.1f} ms; the service's own path over it: p50 "
+              f"{alone_p50 - floor:.1f} ms")
     print(f"[{kind}] service peak RSS (VmHWM, all its processes): {figures['peak_mb']:.0f} MB")
     return alone_p50 <= 5
 
