@@ -48,20 +48,26 @@ async def grade(request: Request) -> Response:
 '''
 
 
+def serve_child(command: list[str], env: dict[str, str], log: Path, cwd: Path, port: int,
+                what: str) -> tuple[ChildProcess, str]:
+    """Start an HTTP server `command` listening on loopback `port`; (process, base URL) once /healthz answers."""
+    child = ChildProcess(command, env, log, cwd=cwd)
+    base = f"http://{LOOPBACK}:{port}"
+    wait_until(lambda: http_ok(f"{base}/healthz") or not child.alive(), 120, what)
+    if not child.alive():
+        raise RuntimeError(f"{what} exited:\n{child.output()}")
+    return child, base
+
+
 def start_floor_app(logs: Path, answer: bytes, http: str = "auto", loop: str = "auto") -> tuple[ChildProcess, str]:
     """The bare app in a child process answering every POST /v1/grade with `answer`; (process, base URL)."""
     port = free_port()
     (logs / "floor_answer.json").write_bytes(answer)
     (logs / "floor_app.py").write_text(_APP.format(answer=str(logs / "floor_answer.json")), encoding="utf-8")
     stack = [*(["--http", http] if http != "auto" else []), *(["--loop", loop] if loop != "auto" else [])]
-    child = ChildProcess([sys.executable, "-m", "uvicorn", "floor_app:app", "--host", LOOPBACK, "--port", str(port),
-                          "--no-access-log", "--log-level", "warning", *stack], {"PATH": "/usr/bin:/bin"},
-                         logs / f"floor-{port}.log", cwd=logs)
-    base = f"http://{LOOPBACK}:{port}"
-    wait_until(lambda: http_ok(f"{base}/healthz") or not child.alive(), 60, "the floor app")
-    if not child.alive():
-        raise RuntimeError(f"the floor app exited:\n{child.output()}")
-    return child, base
+    return serve_child([sys.executable, "-m", "uvicorn", "floor_app:app", "--host", LOOPBACK, "--port", str(port),
+                        "--no-access-log", "--log-level", "warning", *stack], {"PATH": "/usr/bin:/bin"},
+                       logs / f"floor-{port}.log", logs, port, "the floor app")
 
 
 async def _latencies(base: str, headers: dict[str, str], bodies: list[bytes], warm: int) -> list[float]:

@@ -70,13 +70,12 @@ from judge.settings import configure_offline_environment  # noqa: E402
 configure_offline_environment()
 
 from api_overhead import _cpu_seconds, _create_key, _percentile  # noqa: E402
-from http_floor import http_floor_ms  # noqa: E402
+from http_floor import http_floor_ms, serve_child  # noqa: E402
 
 from judge.devtools.local_services import (  # noqa: E402
     LOOPBACK,
     ChildProcess,
     free_port,
-    http_ok,
     offline_env,
     start_openai_stub,
     wait_until,
@@ -344,13 +343,8 @@ def start_timed_service(logs: Path, env: dict[str, str], judge_times: Path, prof
         f"            '--log-level', 'warning', *{stack!r}]\n"
         "main()\n"
     )
-    child = ChildProcess([sys.executable, str(launcher)], {**env, "PYTHONPATH": str(REPO)},
-                         logs / f"service-{port}.log", cwd=REPO)
-    base = f"http://{LOOPBACK}:{port}"
-    wait_until(lambda: http_ok(f"{base}/healthz") or not child.alive(), 120, "the service")
-    if not child.alive():
-        raise RuntimeError(f"the service exited:\n{child.output()}")
-    return child, base
+    return serve_child([sys.executable, str(launcher)], {**env, "PYTHONPATH": str(REPO)},
+                       logs / f"service-{port}.log", REPO, port, "the service")
 
 
 def judge_times_of(service: ChildProcess, path: Path) -> list[float]:

@@ -34,10 +34,10 @@ from judge.settings import configure_offline_environment  # noqa: E402
 configure_offline_environment()
 
 from api_overhead import _create_key  # noqa: E402
-from http_floor import http_floor_ms  # noqa: E402
+from http_floor import http_floor_ms, serve_child  # noqa: E402
 from service_capacity import body_for  # noqa: E402
 
-from judge.devtools.local_services import LOOPBACK, ChildProcess, free_port, http_ok, offline_env, wait_until  # noqa: E402
+from judge.devtools.local_services import LOOPBACK, ChildProcess, free_port, offline_env, wait_until  # noqa: E402
 
 # (module, owner or "", function, stage name): the route's path, outermost first.
 STAGES = [
@@ -106,14 +106,9 @@ def start(logs: Path, database_url: str, out: Path) -> tuple[ChildProcess, str]:
     port = free_port()
     launcher = logs / "timed_stages.py"
     launcher.write_text(_LAUNCHER.format(stages=STAGES, out=str(out), host=LOOPBACK, port=port), encoding="utf-8")
-    child = ChildProcess([sys.executable, str(launcher)],
-                         offline_env(EXPJUDGE_DATABASE_URL=database_url, PYTHONPATH=str(REPO)),
-                         logs / f"service-{port}.log", cwd=REPO)
-    base = f"http://{LOOPBACK}:{port}"
-    wait_until(lambda: http_ok(f"{base}/healthz") or not child.alive(), 120, "the service")
-    if not child.alive():
-        raise RuntimeError(f"the service exited:\n{child.output()}")
-    return child, base
+    return serve_child([sys.executable, str(launcher)],
+                       offline_env(EXPJUDGE_DATABASE_URL=database_url, PYTHONPATH=str(REPO)),
+                       logs / f"service-{port}.log", REPO, port, "the service")
 
 
 async def send(base: str, headers: dict[str, str], bodies: list[bytes], warm: int) -> tuple[list[float], bytes]:
