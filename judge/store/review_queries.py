@@ -235,7 +235,7 @@ class ReviewQueries:
         the next `catch_up`."""
         if not grades:
             return
-        try:
+        try:  # on the writer thread: on the event loop it would hold back the end of the answer just sent
             await self._store.run_write(lambda connection: index_grades(connection, tenant, grades))
         except Exception:
             log.exception("indexing %d stored grade(s) of tenant %s for review failed; the review pages will "
