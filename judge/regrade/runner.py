@@ -421,4 +421,5 @@ class Regrader:
         saved = await self.store.grades.save(self.options.tenant, self.keys[ref.run_id], grade)
         if saved.created:
             await self.service.remember(served)  # the grade cache, when the grade is cacheable
+            await self.store.review.index_new_grades(self.options.tenant, [grade])  # its review rows, now
         await self._stored(ref, grade, saved.created, "graded")

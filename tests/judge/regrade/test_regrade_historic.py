@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sqlite3
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -33,6 +34,11 @@ def test_regrade_historic_runs_flags_parse_failures_and_resumes(tmp_path: Path) 
     grades = [json.loads(line) for line in (out / "grades.jsonl").read_text().splitlines()]
     assert len(grades) == len(gen_files) == len({g["run_id"] for g in grades})
     assert len(grade_rows(db)) == len(gen_files)
+    # Each grade was indexed for the review pages as it was stored, before any page asked (none has).
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("SELECT count(*) FROM grades WHERE review_grade_id IS NULL").fetchone() == (0,)
+        indexed = connection.execute("SELECT count(DISTINCT grade_id) FROM review_leaves").fetchone()
+        assert indexed == (len(gen_files),)
     rows = list(csv.DictReader((out / "runs.csv").open()))
     assert {r["run_id"] for r in rows} == {g["run_id"] for g in grades}
     assert pq.read_table(out / "runs.parquet").num_rows == len(gen_files)
