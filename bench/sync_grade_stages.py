@@ -5,7 +5,8 @@
 requests are sent one at a time, each graded afresh, and the p50 of every stage is printed with what it
 leaves once the stages inside it are taken out. Beside it in the same run: the HTTP floor of the same requests
 (bench/http_floor.py: a bare app on the same stack answering with a grade's JSON), which bounds from below
-what is left outside the route's function.
+what is left outside the route's function. The garbage collector's time per request (gc.callbacks) is printed
+too: it falls inside the stages as well as between them.
 
 Run: .venv/bin/python bench/sync_grade_stages.py [--requests 60]
 """

@@ -6,10 +6,12 @@ transaction of their own. This keeps the grade's own write small (a synchronous 
 writing ~25 index rows into a table of five indexes) and gives the index rows one writer:
 
 - `index_grades`: the grades a caller has just stored, from the models in hand, once the caller has no one
-  waiting (the service after it has sent a synchronous grade's answer, a job's runner when the job ends);
-- `index_backlog`: whatever is left (reused grades, copies a regrade stored, grades whose process stopped
-  before `index_grades`), by the review side before it reads a tenant's index or writes a label
-  (`ReviewQueries.catch_up`), so a page never misses a stored grade.
+  waiting (the service after it has sent a synchronous grade's answer, a job's runner when the job ends, a
+  regrade after each grade it makes);
+- `index_backlog`: whatever is left (the reused grades of a cached rerun, the copies a regrade stores when a
+  cache entry changed under it, grades whose process stopped before `index_grades`), by the review side
+  before it reads a tenant's index or writes a label (`ReviewQueries.catch_up`), so a page never misses a
+  stored grade.
 
 A grade made afresh or copied gets index rows of its own. A reused grade is covered by the grade that
 already indexes the same content for the tenant (its leaves are the same review items), else by rows of its

@@ -144,7 +144,8 @@ def indexed_for_review(service: Service, grade_ids: list[str], deadline: float =
         store = Store(service.env["EXPJUDGE_DATABASE_URL"])
         try:
             query = select(GradeRow.grade_id, GradeRow.review_grade_id).where(GradeRow.grade_id.in_(grade_ids))
-            return dict(await store.run_read(lambda c: c.execute(query).all()))  # type: ignore[arg-type]
+            rows = await store.run_read(lambda c: c.execute(query).all())
+            return {row.grade_id: row.review_grade_id for row in rows}
         finally:
             await store.close()
 
