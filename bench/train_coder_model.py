@@ -123,6 +123,27 @@ def write_rubric(coder_model: dict[str, Any], target: Path = TARGET) -> None:
     target.write_text(body, encoding="utf-8")
 
 
+def carry_over(target: Path) -> None:
+    """Write `target` from the current expbench-v2 and the coder decision `target` holds now, with each feature
+    the requirement check no longer computes removed. A standardised feature held at its training mean adds
+    nothing to the logit, so removing its coefficient is the model evaluated there: the coder decision keeps its
+    other weights, without having been retrained (recorded in `trained_on.carried_over`)."""
+    match = _ARGS_LINE.search(target.read_text(encoding="utf-8"))
+    if match is None:
+        raise SystemExit(f"no requirement check args line in {target}")
+    model = json.loads(match.group(2))["coder_text_model"]
+    known = set(TEXT_FEATURES) | set(CODER_FEATURES)
+    keep = [i for i, name in enumerate(model["feature_names"]) if name in known]
+    dropped = [name for name in model["feature_names"] if name not in known]
+    for key in ("feature_names", "mean", "scale"):
+        model[key] = [model[key][i] for i in keep]
+    model["coef"] = [[row[i] for i in keep] for row in model["coef"]]
+    model["trained_on"] = {**model["trained_on"], "carried_over": f"{', '.join(dropped) or 'nothing'} removed at "
+                           "the training mean; not retrained (issue 36: no decision reads where code sits)"}
+    write_rubric(model, target)
+    print(f"written: {target} (removed: {', '.join(dropped) or 'nothing'})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks-per-paper", type=int, default=2)
@@ -130,7 +151,13 @@ def main() -> None:
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--dry-run", action="store_true", help="train and print, do not write the rubric")
     parser.add_argument("--out", type=Path, default=TARGET)
+    parser.add_argument("--carry-over", action="store_true",
+                        help="no training: move the coder decision of the current --out rubric onto the current "
+                             "expbench-v2, every feature the check no longer computes removed at its training mean")
     args = parser.parse_args()
+    if args.carry_over:
+        carry_over(args.out)
+        return
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print("command: " + " ".join([".venv/bin/python", "bench/train_coder_model.py", *sys.argv[1:]]))
     cases = all_cases()

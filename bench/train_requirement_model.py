@@ -39,6 +39,8 @@ from judge.settings import configure_offline_environment
 configure_offline_environment()
 
 import numpy as np  # noqa: E402
+from location_variants import location_variants  # noqa: E402
+from paperbench_cases import code_diff, foreign_paper, load_case, paper_split  # noqa: E402
 from reference_cases import all_cases, other_paper, split_papers, variants, with_reference  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
@@ -76,7 +78,13 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
         for case in cases:
             progress.update(bar, description=f"features {case.task.task_id}")
             foreign = other_paper(case, cases)
-            for variant in [*variants(case, everything, restatements=False), *([foreign] if foreign else [])]:
+            foreign_case = next((c for c in cases if foreign and c.diff == foreign.diff), None)
+            # Location carries no answer: own code moved or merged passes, foreign code at the cited paths fails
+            # (a changed stated value is decided by the value check, not learned: left out).
+            located = [v for v in location_variants(case, everything, foreign_case, merged_too=True)
+                       if v.kind != "value_changed"]
+            for variant in [*variants(case, everything, restatements=False), *([foreign] if foreign else []),
+                            *located]:
                 for mode, task in (("text", case.task), ("reference", with_reference(case.task, case.diff))):
                     submission = Submission(submission_id=f"train:{variant.kind}", task_id=task.task_id,
                                             diff=variant.diff)
@@ -92,6 +100,28 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
                         rows[mode].append((requirement_feature_vector(evidence), label, case.task.task_id,
                                            variant.kind))
             progress.advance(bar)
+    return rows
+
+
+async def collect_paperbench(grader: Grader, console: Console, max_leaves: int) -> list[Row]:
+    """Text-mode rows of the TRAIN half of the PaperBench papers: their Code Development leaves against their
+    official code (pass: noisy, official code does not implement every leaf) and against the next train
+    paper's code (fail). Another rubric style (one sentence per leaf), so the model stays on scale."""
+    train_papers, _ = paper_split()
+    rows: list[Row] = []
+    for paper in train_papers:
+        case = load_case(paper)
+        task = case.task.model_copy(update={"requirements": case.task.requirements[:max_leaves]})
+        for label, diff in (("pass", code_diff(paper)), ("fail", code_diff(foreign_paper(paper, train_papers)))):
+            started = time.perf_counter()
+            prepared = await grader.prepare(task, Submission(submission_id=f"train:pb:{label}", task_id=task.task_id,
+                                                             diff=diff))
+            for evidence in prepared.evidence:
+                if evidence.leaf.stage != "implementation" or not any(
+                        isinstance(s.meta, UnitMeta) and s.meta.code for s in evidence.snippets):
+                    continue
+                rows.append((requirement_feature_vector(evidence), label, task.task_id, f"paperbench_{label}"))
+            console.print(f"  paperbench {paper} ({label}): {time.perf_counter() - started:.0f} s")
     return rows
 
 
@@ -146,7 +176,27 @@ def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], ta
     body = body.replace("# expbench-v1:", "# expbench-v2 (expbench-v1 with the requirement check's learned "
                         "decisions; written by bench/train_requirement_model.py, do not edit by hand):", 1)
     body = re.sub(r"(?m)^id: expbench-v1$", "id: expbench-v2", body, count=1)
-    body = re.sub(r'(?m)^version: "[^"]*"$', 'version: "2.0.0"', body, count=1)
+    body = re.sub(r"(?m)^version: \"[^\"]*\"$", "version: \"2.2.0\"", body, count=1)
+    target.write_text(body, encoding="utf-8")
+
+
+JUDGEEVAL = ROOT / "rubrics" / "judgeeval-v1.yaml"
+_JUDGEEVAL_ARGS = re.compile(r"(?m)^(\s*)args: \{pass_threshold: 0\.5, partial_threshold: 0\.5,[^\n]*\}$|"
+                             r'^(\s*)args: \{"pass_threshold": 0\.5, "partial_threshold": 0\.5,[^\n]*\}$')
+
+
+def write_judgeeval(text_model: dict[str, Any], target: Path = JUDGEEVAL) -> None:
+    """judgeeval-v1 with the same text model on its Code Development leaf (the first requirement check), so a
+    PaperBench rubric is decided by the decision trained on both rubric styles, not by one cosine threshold."""
+    source = target.read_text(encoding="utf-8")
+    match = _JUDGEEVAL_ARGS.search(source)
+    if match is None:
+        raise SystemExit("the Code Development args line of judgeeval-v1.yaml changed: update _JUDGEEVAL_ARGS")
+    indent = match.group(1) if match.group(1) is not None else match.group(2)
+    args = {"pass_threshold": 0.5, "partial_threshold": 0.5, "explain_away_margin": 0.12, "file_bonus": 0.08,
+            "top_k": 3, "text_model": text_model}
+    body = source[: match.start()] + f"{indent}args: {json.dumps(args)}" + source[match.end():]
+    body = re.sub(r'(?m)^version: "[^"]*"$', 'version: "1.1.0"', body, count=1)
     target.write_text(body, encoding="utf-8")
 
 
@@ -157,6 +207,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=TARGET,
                         help="where the rubric is written (default rubrics/expbench-v2.yaml; another path keeps "
                              "the stored models while the bench grades with --rubric PATH)")
+    parser.add_argument("--paperbench-leaves", type=int, default=120,
+                        help="Code Development leaves per TRAIN PaperBench paper added to the text model's data "
+                             "(0: none)")
     parser.add_argument("--features", type=Path, default=None,
                         help="a JSON of collected features: read it when it exists, else write it")
     args = parser.parse_args()
@@ -178,12 +231,17 @@ def main() -> None:
         grader = Grader(load_rubric("expbench-v1"), EmbeddedJudge())
         started = time.perf_counter()
         rows = asyncio.run(collect(chosen, grader, console, cases))
+        if args.paperbench_leaves:
+            rows["text"] += asyncio.run(collect_paperbench(grader, console, args.paperbench_leaves))
         console.print(f"features of {len(chosen)} tasks in {time.perf_counter() - started:.0f} s")
         if args.features:
             args.features.parent.mkdir(parents=True, exist_ok=True)
             args.features.write_text(json.dumps(rows), encoding="utf-8")
     models = {}
-    for mode, names in (("text", TEXT_FEATURES), ("reference", (*REFERENCE_FEATURES, *TEXT_FEATURES))):
+    # With a reference, the reference features tell another paper's code apart leaf by leaf: the task-level
+    # feature (every leaf's best code against unrelated code) would only blur which leaf lost its code.
+    reference_names = (*REFERENCE_FEATURES, *(name for name in TEXT_FEATURES if name != "txt_task_z"))
+    for mode, names in (("text", TEXT_FEATURES), ("reference", reference_names)):
         labels = [row[1] for row in rows[mode]]
         # Without a reference only the text tells sibling code apart: the grade errs towards passing code
         # that acts (the gate, not the model, is what keeps every restatement from passing).
@@ -196,6 +254,9 @@ def main() -> None:
     if not args.dry_run:
         write_rubric(models["text"], models["reference"], args.out)
         console.print(f"written: {args.out}")
+        if args.out == TARGET:
+            write_judgeeval(models["text"])
+            console.print(f"written: {JUDGEEVAL} (Code Development leaf: the text model)")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ class RetrievalConfig:
         include_prose: Index comments, docstrings and prose strings along with executable code (they guide
             where to look; whether code implements a requirement is decided elsewhere).
         path_repeats: How many times a file's path terms count in its file document.
+        unit_path_terms: Whether a unit's document holds its file's path terms (the requirement check turns
+            this and `path_repeats` off: where code sits must not score what it does).
         file_unit_weight: Weight of the file's best units (the sum of the BM25 of its `file_best_units` best)
             against its document BM25 in the file score, each normalised by the requirement's best file.
         file_best_units: How many of a file's best units count in its file score.
@@ -51,6 +53,7 @@ class RetrievalConfig:
     top_files: int = 3
     include_prose: bool = True
     path_repeats: int = 2
+    unit_path_terms: bool = True
     file_unit_weight: float = 0.5
     file_best_units: int = 3
     semantic_weight: float = 0.5
@@ -164,7 +167,8 @@ class CodeIndex:
         self._file_index = self._bm25(file_docs)
 
     def _unit_terms(self, unit: CodeUnit) -> list[str]:
-        words = path_terms(unit.file_path) + terms(unit.name) + terms(executable_text(unit))
+        words = (path_terms(unit.file_path) if self.config.unit_path_terms else []) + terms(unit.name) + \
+            terms(executable_text(unit))
         if self.config.include_prose:
             words += terms(prose_text(unit))
         return words

@@ -30,6 +30,7 @@ from pydantic import field_validator
 from judge.checks.base import Check, CheckArgs
 from judge.checks.learned import LearnedModel, learned_decision, validate_model_fits
 from judge.checks.requirement.acts import SubmissionActs
+from judge.checks.requirement.decoys import decoy_scales, decoy_text
 from judge.checks.requirement.features import (
     CODER_FEATURES,
     REFERENCE_FEATURES,
@@ -37,21 +38,35 @@ from judge.checks.requirement.features import (
     Candidates,
     match_reference,
     reference_profile,
+    task_and_value_features,
+    term_cover,
     text_features,
 )
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
-from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, quote, short_location
+from judge.checks.requirement.rationale import (
+    far_below,
+    nothing_acts,
+    nothing_matches,
+    requirement_rationale,
+    values_verdict,
+)
+from judge.checks.requirement.stated_values import read_lines, value_checks
+from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, quote
 from judge.embeddings.encoder import Embedder
 from judge.models import Leaf, LeafResult, ReferenceSpan, Task
 from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.reference.spans import reference_index_for
 from judge.submission.code_units import CodeUnit, executable_text, prose_text
 from judge.submission.distinguishing import check_distinguishing, distinguishing_terms, missing_names
-from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist, embedding_text
+from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist
 from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text
 
 _MEMO = "requirement_shortlist"
+# Retrieval that reads what code says, not where it sits: no path terms in any document.
+_RETRIEVAL = RetrievalConfig(path_repeats=0, unit_path_terms=False)
+# A failed leaf whose deciding figure is below this share of its bar has no near miss to name.
+_FAR_BELOW = 0.5
 # How many of the ranked units a leaf considers for its text pick and acting share.
 _CONSIDERED = 10
 LABELS = ("fail", "partial", "pass")
@@ -100,7 +115,7 @@ def _shortlist(view: SubmissionView, queries: list[str]) -> tuple[CodeIndex, Sho
     key = (_MEMO, tuple(queries))
     cached: tuple[CodeIndex, Shortlist] | None = view.memo.get(key)  # one look-up: another grade may evict it
     if cached is None:
-        index = CodeIndex(view.code_units, RetrievalConfig())
+        index = CodeIndex(view.code_units, _RETRIEVAL)
         cached = view.memo[key] = (index, index.shortlist(queries))
     return cached
 
@@ -122,6 +137,16 @@ class _Features:
 
     def feature_vector(self, evidence: LeafEvidence) -> dict[str, float]:
         return requirement_feature_vector(evidence)
+
+
+def pass_bar(model: LearnedModel) -> float:
+    """The probability of "pass" above which a two-class model with decision weights passes a leaf."""
+    if len(model.classes) != 2 or "pass" not in model.classes:
+        return 0.5
+    weights = model.decision_weights or [1.0, 1.0]
+    w_pass = weights[model.classes.index("pass")]
+    w_fail = weights[1 - model.classes.index("pass")]
+    return w_fail / (w_fail + w_pass)
 
 
 def requirement_feature_vector(evidence: LeafEvidence) -> dict[str, float]:
@@ -159,7 +184,7 @@ class RequirementInDiff(Check):
             return hunk_texts_to_embed(leaves, view)
         queries = [requirement_text(leaf.target) for leaf in leaves]
         _, shortlist = _shortlist(view, queries)
-        return queries + [embedding_text(view.code_units[u]) for u in shortlist.units_to_embed()]
+        return queries + [decoy_text(view.code_units[u]) for u in shortlist.units_to_embed()]
 
     def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
                        view: SubmissionView) -> list[LeafEvidence]:
@@ -173,7 +198,7 @@ class RequirementInDiff(Check):
         index, shortlist = _shortlist(view, queries)
         embedded = shortlist.units_to_embed()
         query_vectors = embedder.encode(queries)
-        unit_vectors = embedder.encode([embedding_text(units[u]) for u in embedded])
+        unit_vectors = embedder.encode([decoy_text(units[u]) for u in embedded])
         ranked = index.rank(shortlist, requirement_vectors=query_vectors,
                             unit_vectors={u: unit_vectors[i] for i, u in enumerate(embedded)})
         sims = query_vectors @ unit_vectors.T if len(embedded) else np.zeros((len(leaves), 0), dtype=np.float32)
@@ -182,6 +207,8 @@ class RequirementInDiff(Check):
         by_id = {unit.id: n for n, unit in enumerate(units)}
         touched = view.diff.touched_paths()
         matches = self._reference_matches(embedder, leaves, task, acts, acting)
+        scales = decoy_scales(query_vectors, units)
+        reads = read_lines(view)
         result = []
         for row, leaf in enumerate(leaves):
             args = self.args(leaf)
@@ -201,9 +228,12 @@ class RequirementInDiff(Check):
                 units, text_pick[1] if text_pick else None, text_pick[0] if text_pick else 0, similarity,
                 score.lexical if score else 0.0, score.score if score else 0.0,
                 best_other if not siblings[row].contrasts else -1.0, pick_siblings,
-                bool(text_pick and any(path_matches(p, units[text_pick[1]].file_path) for p in named)),
                 len(missing_names(view.code_terms, queries[row])),
-                sum(n in acting_set for n in order[:_CONSIDERED]) / max(1, min(_CONSIDERED, len(order))))
+                sum(n in acting_set for n in order[:_CONSIDERED]) / max(1, min(_CONSIDERED, len(order))),
+                scales[row])
+            acting_order = [n for n in order[:_CONSIDERED] if n in acting_set]
+            features.update(term_cover(queries[row], executable_text(units[text_pick[1]]) if text_pick else None,
+                                       [executable_text(units[n]) for n in acting_order[:3]], view.code_terms))
             match = matches[row]
             if match is not None:
                 features.update(match.features)
@@ -214,12 +244,16 @@ class RequirementInDiff(Check):
             prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen][:1]
             snippets = [self._snippet(units[n], n in acting_set, float(sims[row, column[n]]) if n in column else 0.0)
                         for n in [*chosen, *prose]]
+            values = value_checks(leaf.target, [units[n] for n in chosen], reads,
+                                  match.spans if match is not None else [])
             evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts=RequirementFacts(
                 named_files_touched=[p for p in named if any(path_matches(p, t) for t in touched)],
-                features=features, reference_mode=match is not None))
+                features=features, reference_mode=match is not None, values=values))
             if match is not None and match.spans:
                 evidence.reference, evidence.reference_spans = match.spans[0], match.spans
             result.append(evidence)
+        task_and_value_features([RequirementFacts.of(e.facts).features for e in result],
+                                [[v.status for v in RequirementFacts.of(e.facts).values] for e in result])
         return result
 
     def _reference_matches(self, embedder: Embedder, leaves: list[Leaf], task: Task, acts: SubmissionActs,
@@ -244,7 +278,7 @@ class RequirementInDiff(Check):
             if found.ranked:
                 pending.append((row, found.ranked[0][0]))
                 texts += [reference.context_text[:1200], requirement_text(leaves[row].target),
-                          embedding_text(acts.units[found.ranked[0][0]])]
+                          decoy_text(acts.units[found.ranked[0][0]])]
         if texts:
             vectors = embedder.encode(texts)
             for i, (row, _) in enumerate(pending):
@@ -274,62 +308,84 @@ class RequirementInDiff(Check):
         with_reference = RequirementFacts.of(evidence.facts).reference_mode
         acting = [s for s in evidence.snippets if UnitMeta.of(s.meta).code]
         flags: list[str] = []
+        facts = RequirementFacts.of(evidence.facts)
         if not acting:
             index, confidence = 2, 1.0
-            rationale = ("no code unit of the submission acts: comments, docstrings, stubs, prints and "
-                         "unread constants or config implement nothing" if evidence.snippets
-                         else "the submission has no code to match")
+            rationale = nothing_acts(bool(evidence.snippets))
             if any(UnitMeta.of(s.meta).prose_only and s.similarity >= args.partial_threshold
                    for s in evidence.snippets):
                 flags.append("restated_in_prose")
-                rationale += "; text restating it in comments, docstrings or strings is not counted"
+                rationale += " Text restating it in comments, docstrings or strings is not counted."
+            cited: list[AlignedSnippet] = []
         else:
             model = args.reference_model if with_reference else (
                 args.coder_text_model if "coder_logit" in features and args.coder_text_model else args.text_model)
             decision = learned_decision(_Features(), evidence, model)
-            if decision is not None:
+            if decision is not None and model is not None:
                 index = {"pass": 0, "partial": 1}.get(decision.label, 2)
-                confidence, rationale = decision.probability, decision.reason
-                if model is args.coder_text_model:
-                    rationale += f"; the coder model read it: P(yes)={1 / (1 + np.exp(-features['coder_logit'])):.2f}"
+                confidence, p_pass, bar = decision.probability, decision.probabilities.get("pass", 0.0), pass_bar(model)
             else:
-                index, confidence, rationale = self._rules(features, with_reference, args)
+                index, confidence, p_pass, bar = self._rules(features, with_reference, args)
+            cited = acting
             floor = self._below_floor(features, with_reference, args)
-            if floor and index < 2:
-                index, rationale = 2, f"{floor} ({rationale})"
-            rationale = f"closest acting code {short_location(acting[0].location)}: {rationale}"
+            if floor:
+                # Nothing here does this: cite no unrelated unit; the confidence is the distance below the floor.
+                index, cited, confidence = 2, [], self._floor_confidence(features, with_reference, args)
+                rationale = nothing_matches(floor)
+            elif index == 2 and p_pass < _FAR_BELOW * bar:
+                # Far below the bar: the closest unit is no near miss, so it is not named as if it were evidence.
+                cited = []
+                rationale = nothing_matches(far_below(features, with_reference, p_pass, bar, decision is not None))
+            else:
+                index, value_flags, value_note = values_verdict(index, facts.values)
+                flags += value_flags
+                rationale = requirement_rationale(acting[0], features, with_reference, index, p_pass, bar,
+                                                  decision is not None) + value_note
+                if model is args.coder_text_model and "coder_logit" in features:
+                    rationale += (f" The code model read it as implementing the requirement with probability "
+                                  f"{1 / (1 + np.exp(-features['coder_logit'])):.2f}.")
         verdict, score = level(leaf, index)
-        quotes = [quote(s, context) for s in acting[: args.top_k]] if index < 2 else []
+        quotes = [quote(s, context) for s in cited[: args.top_k]] if index < 2 else []
         return embedded_result(leaf, verdict, score=score, rationale=rationale, flags=flags,
                                confidence=confidence, evidence=quotes,
                                error_labels=[leaf.error_category] if index and leaf.error_category else [])
 
     @staticmethod
     def _below_floor(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> str:
-        """Why the best unit cannot pass whatever the model says ("" when it may)."""
+        """Why no unit can pass whatever the model says ("" when one may)."""
         if with_reference:
             if not features["ref_core_empty"] and features["ref_match"] < args.reference_floor:
-                return f"the closest code shares next to nothing with the reference span (< {args.reference_floor})"
+                return (f"the closest code shares {features['ref_match']:.0%} of what the reference span does "
+                        f"(its calls, values and lines), below the {args.reference_floor:.0%} floor")
             return ""
         if features["txt_similarity"] < args.text_floor:
-            return f"the closest acting code is unrelated to the requirement (similarity < {args.text_floor})"
+            return (f"the closest acting code's similarity to the requirement is {features['txt_similarity']:.2f}, "
+                    f"below the {args.text_floor:.2f} floor")
         return ""
 
     @staticmethod
-    def _rules(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> tuple[int, float, str]:
-        """The untrained decision: thresholds on the reference match, else on text similarity."""
+    def _floor_confidence(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> float:
+        """How sure a floored fail is: the distance of the floored figure below its floor."""
+        if with_reference:
+            return margin_confidence(features["ref_match"], args.reference_floor)
+        return margin_confidence(features["txt_similarity"], args.text_floor)
+
+    @staticmethod
+    def _rules(features: dict[str, float], with_reference: bool,
+               args: RequirementArgs) -> tuple[int, float, float, float]:
+        """The untrained decision (thresholds on the reference match, else on text similarity): the level,
+        the confidence, the deciding figure and the bar it was held against."""
         if with_reference:
             value = features["ref_match"]
-            pass_at, partial_at, what = args.reference_pass_at, args.reference_partial_at, "reference match"
+            pass_at, partial_at = args.reference_pass_at, args.reference_partial_at
         else:
-            value = features["txt_similarity"] + (args.file_bonus if features["txt_file_match"] else 0.0)
+            value = features["txt_similarity"]
             if features["txt_siblings"] or features["txt_margin"] < -args.explain_away_margin:
                 value = min(value, args.partial_threshold - 1e-6)  # a sibling requirement's code
-            pass_at, partial_at, what = args.pass_threshold, args.partial_threshold, "similarity"
+            pass_at, partial_at = args.pass_threshold, args.partial_threshold
         index = 0 if value >= pass_at else 1 if value >= partial_at else 2
         threshold = pass_at if value >= pass_at else partial_at
-        return index, margin_confidence(value, threshold), (
-            f"{what} {value:.2f} (implemented at >= {pass_at}, partial at >= {partial_at})")
+        return index, margin_confidence(value, threshold), value, pass_at
 
     def _decide_hunks(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
         """A diff that only deletes lines: the hunk windows by similarity (explain-away on siblings)."""

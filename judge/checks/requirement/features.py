@@ -15,8 +15,9 @@ the whole reference (`judge.reference.core.distinct_items`; 1.0 when they do not
 much of the surrounding code the best unit holds without them (a unit that lost its requirement's lines).
 
 Without a reference, the features describe the best acting unit the text retrieval found: its similarity
-to the requirement and to the sibling requirements, lexical overlap, whether it lies in a file the
-requirement names. Wording alone cannot pass: only acting units are candidates
+to the requirement and to the sibling requirements, lexical overlap, and where that similarity stands among
+what unrelated code scores for the same requirement (`decoys`), never where the code sits: the texts compared
+hold no path. Wording alone cannot pass: only acting units are candidates
 (`requirement_acts.SubmissionActs`), and the learned decision weighs similarity against the siblings'.
 """
 
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from judge.checks.requirement.acts import SubmissionActs
+from judge.checks.requirement.decoys import DecoyScale
 from judge.models import ReferenceSpan, Task
 from judge.reference.behaviour import Behaviour, Scope, behaviour_of
 from judge.reference.behaviour_index import BehaviourIndex
@@ -46,6 +48,7 @@ from judge.reference.sources import parse_citations, resolve_path
 from judge.reference.spans import ReferenceIndex
 from judge.submission.code_languages import profile_for
 from judge.submission.code_units import CodeUnit
+from judge.submission.distinguishing import EvidenceTerms, evidence_terms, requirement_terms
 
 # Weights of the match score that ranks the submission's units against a reference span (core lines
 # first: they are what the requirement cites; then its calls and values; the context last).
@@ -63,9 +66,12 @@ REFERENCE_FEATURES = (
     "ref_core_cover", "ref_sub_core_cover", "ref_distinct_size", "ref_distinct_best", "ref_distinct_region",
     "ref_distinct_sub", "ref_ctx_rest_lines", "ref_ctx_without_core",
 )
+# No feature says where the code sits: a path the requirement names may locate evidence, never decide it.
 TEXT_FEATURES = (
-    "txt_similarity", "txt_lexical", "txt_fused", "txt_rank", "txt_margin", "txt_siblings", "txt_file_match",
-    "txt_missing_names", "txt_executable_share", "txt_size", "txt_acting_share",
+    "txt_similarity", "txt_lexical", "txt_fused", "txt_rank", "txt_margin", "txt_siblings",
+    "txt_missing_names", "txt_executable_share", "txt_size", "txt_acting_share", "txt_decoy_z", "txt_decoy_margin",
+    "txt_task_z", "txt_values_stated", "txt_values_held", "txt_values_absent",
+    "txt_term_cover", "txt_term_cover_region", "txt_term_cover_sub",
 )
 # Read by a judge with a code reader (judge/judges/embedded.py): logit of the local coder model's P(yes) that
 # the leaf's top acting candidate implements the requirement (no reference shown to the model).
@@ -284,21 +290,55 @@ def _core_features(reference: RequirementReference, best: Behaviour, region: Beh
     }
 
 
+def term_cover(requirement: str, best: str | None, region: Sequence[str], submission: EvidenceTerms
+               ) -> dict[str, float]:
+    """How much of the requirement's own terms (`requirement_terms`: instruction words left out) the best acting
+    unit, the best few, and the whole submission hold; the first two relative to what the submission holds, so
+    a requirement whose code lost its lines (its terms now only elsewhere, or nowhere) reads lower than one
+    whose code is whole, wherever either sits."""
+    terms = requirement_terms(requirement)
+    present = [t for t in terms if submission.has(t)]
+    out = {"txt_term_cover": 0.0, "txt_term_cover_region": 0.0,
+           "txt_term_cover_sub": len(present) / max(1, len(terms))}
+    if not present or best is None:
+        return out
+    best_terms = evidence_terms([best])
+    region_terms = evidence_terms(region) if region else best_terms
+    out["txt_term_cover"] = sum(best_terms.has(t) for t in present) / len(present)
+    out["txt_term_cover_region"] = sum(region_terms.has(t) for t in present) / len(present)
+    return out
+
+
+def task_and_value_features(features: Sequence[dict[str, float]], values: Sequence[Sequence[str]]) -> None:
+    """Add, to each leaf's features of one task, what the whole submission says of the task (`txt_task_z`: the
+    mean decoy standard score of every leaf's best code; code of another paper is unrelated to all of them,
+    wherever it sits) and what its stated values say (`values`: the status of each stated value of the leaf:
+    held, differs, unseen)."""
+    task_z = sum(f["txt_decoy_z"] for f in features) / max(1, len(features))
+    for leaf, statuses in zip(features, values, strict=True):
+        leaf["txt_task_z"] = task_z
+        leaf["txt_values_stated"] = math.log1p(len(statuses))
+        leaf["txt_values_held"] = sum(s == "held" for s in statuses) / max(1, len(statuses))
+        leaf["txt_values_absent"] = sum(s != "held" for s in statuses) / max(1, len(statuses))
+
+
 def text_features(units: Sequence[CodeUnit], chosen: int | None, rank: int, similarity: float, lexical: float,
-                  fused: float, best_other: float, siblings: bool, file_match: bool, missing_names: int,
-                  acting_share: float) -> dict[str, float]:
-    """The no-reference features of the best acting unit the text retrieval found (zeros without one)."""
+                  fused: float, best_other: float, siblings: bool, missing_names: int,
+                  acting_share: float, decoys: DecoyScale) -> dict[str, float]:
+    """The no-reference features of the best acting unit the text retrieval found (zeros without one);
+    `decoys` is the requirement's scale of what unrelated code scores (`decoys.decoy_scales`)."""
     features = dict.fromkeys(TEXT_FEATURES, 0.0)
     features["txt_missing_names"] = float(missing_names)
     features["txt_acting_share"] = acting_share
     if chosen is None:
         features["txt_rank"] = 20.0
+        features["txt_decoy_z"], features["txt_decoy_margin"] = decoys.z(0.0), decoys.margin(0.0)
         return features
     unit = units[chosen]
     features.update({
         "txt_similarity": similarity, "txt_lexical": lexical, "txt_fused": fused, "txt_rank": float(rank),
         "txt_margin": similarity - best_other if best_other > -1.0 else 0.2, "txt_siblings": float(siblings),
-        "txt_file_match": float(file_match), "txt_executable_share": unit.executable_share,
-        "txt_size": math.log1p(len(unit.lines)),
+        "txt_executable_share": unit.executable_share, "txt_size": math.log1p(len(unit.lines)),
+        "txt_decoy_z": decoys.z(similarity), "txt_decoy_margin": decoys.margin(similarity),
     })
     return features

@@ -6,10 +6,33 @@ similarity and whether it lies in a file the requirement names."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
 
 from judge.checks.verdicts import RankedMeta
 from judge.models.evidence import SHOWN_TO_LLM, CheckFacts, SnippetMeta
+
+
+class StatedValueCheck(BaseModel):
+    """One value the requirement states, looked for in the leaf's evidence and what it reads
+    (`stated_values.check_values`).
+
+    Attributes:
+        stated: The value as the requirement writes it ("1e-4", "CIFAR-10").
+        name: The words that name it ("learning rate", "epochs").
+        status: held (found, in any notation), differs (its name is bound to another value), unseen.
+        identifier: Whether it is a name with a number (CIFAR-10, top-1) rather than a number.
+        found: The line holding another value, when it differs.
+        location: Where that line is (file:line).
+    """
+
+    stated: str
+    name: str
+    status: Literal["held", "differs", "unseen"]
+    identifier: bool = False
+    found: str = ""
+    location: str = ""
 
 
 class RequirementFacts(CheckFacts):
@@ -19,11 +42,13 @@ class RequirementFacts(CheckFacts):
         named_files_touched: The files the requirement names that the diff touches.
         features: The decision's features (`REFERENCE_FEATURES` with a reference, and `TEXT_FEATURES`).
         reference_mode: Whether the leaf was matched against its span of the task's reference.
+        values: The values the requirement (and, with a reference, its reference span) states, checked.
     """
 
     named_files_touched: Annotated[list[str], SHOWN_TO_LLM]
     features: dict[str, float]
     reference_mode: bool
+    values: Annotated[list[StatedValueCheck], SHOWN_TO_LLM] = Field(default_factory=list)
 
 
 class RequirementHunkFacts(CheckFacts):

@@ -1,0 +1,139 @@
+"""What unrelated code scores for a requirement: a per-requirement scale for the text similarity.
+
+A cosine of 0.45 between a requirement and a code unit means a near-certain match for a long EXP-Bench step
+("Step 3: train the model ... (file:lines)") and next to nothing for a one-sentence PaperBench leaf about one
+formula, whose cosine with any code is low. One global threshold cannot serve both. So every requirement is
+also compared with a bank of decoys: code units of real research repositories that implement none of the
+requirements a user grades (`decoy_bank.npz`, built by bench/build_decoy_bank.py from the training half of
+the EXP-Bench papers' own code: embeddings and line hashes only, no code). The features say where the best
+candidate stands in the requirement's own decoy distribution (`txt_decoy_z`: standard scores above the
+decoys' mean; `txt_decoy_margin`: cosine above the decoys' high tail), which is what a rubric of another
+style keeps on scale.
+
+A decoy is unrelated code only if the submission does not hold it: a bank row whose lines the submission
+holds for the most part (an agent working in one of the bank's repositories) is left out for that grade.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from judge.submission.code_units import CodeUnit, executable_text
+
+BANK_FILE = "decoy_bank.npz"
+# The high tail of the decoy distribution a candidate is measured against.
+TAIL_QUANTILE = 0.99
+# A bank row is the submission's own code when it holds this share of the row's lines.
+OWN_SHARE = 0.5
+_MIN_LINE_CHARS = 8
+
+
+def line_hash(line: str) -> int:
+    """A stable 63-bit hash of a code line with its whitespace removed."""
+    digest = hashlib.blake2b("".join(line.split()).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def unit_line_hashes(unit: CodeUnit) -> list[int]:
+    """Hashes of a unit's executable lines long enough to say something (short lines are everywhere)."""
+    return [line_hash(line) for line in executable_text(unit).split("\n")
+            if len("".join(line.split())) >= _MIN_LINE_CHARS]
+
+
+def decoy_text(unit: CodeUnit, max_chars: int = 1200) -> str:
+    """What the bank and the decision embed of a unit: its name and executable code, never its path."""
+    body = executable_text(unit)
+    return f"{unit.name}\n{body}"[:max_chars]
+
+
+@dataclass(frozen=True)
+class DecoyBank:
+    """Unit-normalised embeddings of decoy units and each unit's line hashes (`offsets` into `hashes`)."""
+
+    vectors: np.ndarray
+    hashes: np.ndarray
+    offsets: np.ndarray
+    model: str
+
+    def rows_not_in(self, submission_hashes: set[int]) -> np.ndarray:
+        """Indices of the rows the submission does not hold (`OWN_SHARE` of their lines)."""
+        if not submission_hashes:
+            return np.arange(len(self.vectors))
+        held = np.fromiter((int(h) in submission_hashes for h in self.hashes), dtype=np.int64, count=len(self.hashes))
+        running = np.concatenate([[0], np.cumsum(held)])
+        counts = running[self.offsets[1:]] - running[self.offsets[:-1]]
+        sizes = np.diff(self.offsets)
+        own = (sizes > 0) & (counts >= OWN_SHARE * sizes)
+        return np.flatnonzero(~own)
+
+
+@dataclass(frozen=True)
+class DecoyScale:
+    """A requirement's decoy distribution: the mean, spread and high tail of its cosines with the bank."""
+
+    mean: float
+    std: float
+    tail: float
+
+    def z(self, similarity: float) -> float:
+        """Standard scores of `similarity` above the decoys' mean."""
+        return (similarity - self.mean) / max(self.std, 1e-3)
+
+    def margin(self, similarity: float) -> float:
+        """Cosine above the decoys' high tail (negative below it)."""
+        return similarity - self.tail
+
+
+_bank: DecoyBank | None = None
+_bank_lock = threading.Lock()
+
+
+def decoy_bank() -> DecoyBank:
+    """The packaged bank, loaded once."""
+    global _bank
+    with _bank_lock:
+        if _bank is None:
+            with resources.files(__package__).joinpath(BANK_FILE).open("rb") as handle:
+                data = np.load(handle, allow_pickle=False)
+                vectors = data["vectors"].astype(np.float32)
+                _bank = DecoyBank(vectors, data["hashes"], data["offsets"], str(data["model"]))
+        return _bank
+
+
+def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit],
+                 bank: DecoyBank | None = None) -> list[DecoyScale]:
+    """Each requirement's decoy scale, the submission's own code left out of the bank.
+
+    Args:
+        query_vectors: The requirements' embeddings (rows, unit-normalised like the bank's).
+        units: The submission's code units (their lines decide which bank rows are its own).
+        bank: The bank (default: the packaged one).
+    """
+    bank = bank or decoy_bank()
+    own: set[int] = set()
+    for unit in units:
+        own.update(unit_line_hashes(unit))
+    rows = bank.rows_not_in(own)
+    if len(rows) < 20 or not len(query_vectors):
+        return [DecoyScale(0.0, 1.0, 1.0) for _ in range(len(query_vectors))]
+    sims = np.asarray(query_vectors, dtype=np.float32) @ bank.vectors[rows].T
+    means, stds = sims.mean(axis=1), sims.std(axis=1)
+    tails = np.quantile(sims, TAIL_QUANTILE, axis=1)
+    return [DecoyScale(float(m), float(s), float(t)) for m, s, t in zip(means, stds, tails, strict=True)]
+
+
+def pack_bank(vectors: np.ndarray, hashes: Iterable[Sequence[int]], model: str) -> dict[str, np.ndarray]:
+    """The arrays `decoy_bank` reads, for bench/build_decoy_bank.py."""
+    lists = [list(h) for h in hashes]
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(h) for h in lists])
+    flat = np.array([h for row in lists for h in row], dtype=np.int64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return {"vectors": (vectors / np.maximum(norms, 1e-9)).astype(np.float16), "hashes": flat, "offsets": offsets,
+            "model": np.array(model)}

@@ -1,0 +1,115 @@
+"""The requirement check's rationales, in words a reviewer reads: which code was compared (file:lines), what
+of the reference or the requirement it holds and what it lacks, the decision with its margin, and the stated
+values found or not. The feature vector itself stays in the leaf's evidence facts (`--json`), never here.
+"""
+
+from __future__ import annotations
+
+from judge.checks.requirement.payload import StatedValueCheck
+from judge.checks.verdicts import short_location
+from judge.models.evidence import AlignedSnippet
+
+_LEVEL = {0: "implemented", 1: "partly implemented", 2: "not implemented"}
+
+
+def nothing_acts(has_candidates: bool) -> str:
+    """A leaf with no acting unit to compare."""
+    if not has_candidates:
+        return "Nothing in the submission does this: it has no code to compare with the requirement."
+    return ("Nothing in the submission does this: no code unit acts (comments, docstrings, stubs, prints and "
+            "unread constants or config implement nothing).")
+
+
+def nothing_matches(why: str) -> str:
+    """A leaf whose closest acting code is too far to be evidence: no unit is cited or named."""
+    return f"Nothing in the submission does this: {why}."
+
+
+def far_below(features: dict[str, float], with_reference: bool, p_pass: float, bar: float, learned: bool) -> str:
+    """Why the closest code is no near miss: how little of the reference or the requirement it holds."""
+    figure = "estimated probability of implemented" if learned else "score"
+    if with_reference:
+        what = (f"the closest acting code holds {_share(features.get('ref_core_calls', 0))} of the cited lines' "
+                f"calls and {_share(features.get('ref_core_lines', 0))} of their lines")
+    else:
+        what = (f"the closest acting code scores {features.get('txt_decoy_z', 0):.1f} standard deviations from what "
+                f"unrelated code scores for this requirement")
+    return f"{what}; {figure} {p_pass:.2f}, far below the {bar:.2f} bar"
+
+
+def _share(value: float) -> str:
+    return f"{max(0.0, min(1.0, value)):.0%}"
+
+
+def requirement_rationale(best: AlignedSnippet, features: dict[str, float], with_reference: bool, index: int,
+                          p_pass: float, bar: float, learned: bool) -> str:
+    """What was compared, what it holds, and the decision with its margin.
+
+    Args:
+        best: The best acting unit (its location names the code compared).
+        features: The leaf's features.
+        with_reference: Whether it was compared with the reference span.
+        index: The level decided (0 pass, 1 partial, 2 fail).
+        p_pass: The deciding figure (the model's probability of "implemented", or the rules' score).
+        bar: What the figure was held against.
+        learned: Whether `p_pass` is a probability of a learned model.
+    """
+    where = short_location(best.location)
+    if with_reference:
+        values = features.get("ref_core_literals", 0.0)
+        compared = (f"Compared {where} with the reference span: it holds {_share(features.get('ref_core_calls', 0))} "
+                    f"of the cited lines' calls" + (f", {_share(values)} of their values" if values > 0 else "") +
+                    f" and {_share(features.get('ref_core_lines', 0))} of their lines, and "
+                    f"{_share(features.get('ref_ctx_lines', 0))} of the surrounding code's lines.")
+        if features.get("ref_distinct_size", 0) > 0 and features.get("ref_distinct_sub", 1.0) < 0.5:
+            compared += (f" Only {_share(features.get('ref_distinct_sub', 0))} of what only those lines do is "
+                         f"anywhere in the submission.")
+    else:
+        similarity = features.get("txt_similarity", 0.0)
+        compared = (f"Compared {where} with the requirement's text: similarity {similarity:.2f}, "
+                    f"{features.get('txt_decoy_z', 0):.1f} standard deviations above what unrelated code scores "
+                    f"for this requirement.")
+        missing = int(features.get("txt_missing_names", 0))
+        if missing:
+            compared += (f" {missing} name{'s' if missing > 1 else ''} the requirement uses "
+                         f"{'appear' if missing > 1 else 'appears'} nowhere in the code.")
+        if features.get("txt_siblings"):
+            compared += " That code points rather at a sibling requirement."
+    figure = "estimated probability of implemented" if learned else "score"
+    side = "above" if p_pass >= bar else "below"
+    decision = (f" Decision: {_LEVEL[index]} ({figure} {p_pass:.2f}, {abs(p_pass - bar):.2f} {side} the "
+                f"{bar:.2f} bar).")
+    return compared + decision
+
+
+def values_verdict(index: int, values: list[StatedValueCheck]) -> tuple[int, list[str], str]:
+    """The level after the stated values, the flags they raise, and the sentence that says so.
+
+    A value bound to another number fails the leaf, or makes it partial where other stated values hold
+    (flag `stated_value_mismatch`). A value the code it reads never shows keeps a passing leaf at partial: the
+    value is part of the requirement, and nothing shows it is met (no flag: nothing contradicts it either).
+    """
+    differing = [v for v in values if v.status == "differs"]
+    held = [v for v in values if v.status == "held"]
+    # A name with a number (top-1, ResNet-50) is often not written in code at all: only a number counts unseen.
+    unseen = [v for v in values if v.status == "unseen" and not v.identifier]
+    note = ""
+    flags: list[str] = []
+    if differing and index < 2:
+        index = 1 if held else 2
+        flags.append("stated_value_mismatch")
+    elif unseen and index == 0:
+        index = 1
+    if differing:
+        first = differing[0]
+        note += (f" The requirement states {first.name or 'a value'} {first.stated}, but `{first.found}` "
+                 f"({short_location(first.location)}) sets another value")
+        note += f" ({len(differing) - 1} more differ)." if len(differing) > 1 else "."
+    if held:
+        note += f" Stated values found: {', '.join(v.stated for v in held[:4])}."
+    if unseen:
+        note += f" Not found in the code it reads: {', '.join(v.stated for v in unseen[:4])}"
+        other = next((v for v in unseen if v.found), None)
+        note += (f" (elsewhere, `{other.found}` at {short_location(other.location)} sets {other.name or 'it'} "
+                 "otherwise)." if other else ".")
+    return index, flags, note
