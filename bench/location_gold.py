@@ -12,7 +12,8 @@ given, default expbench-v2) with its paper's code as the reference and without, 
                    cited lines stayed keep own's verdict)
 By default the HELD-OUT papers (`split_papers`: the requirement model and the decoy bank use the other half),
 2 tasks each. Prints each figure beside the figure issue 36 measured before this change ("before"), the target,
-and seconds per grade.
+and seconds per grade (own code with one more small file, graded after own code: models loaded and its
+embeddings cached, its view parsed afresh).
 
 Reproduce:  .venv/bin/python bench/location_gold.py [--papers all|17388,...] [--tasks-per-paper 2]
             [--rubric expbench-v2] [--json out/location_gold.json]
@@ -38,6 +39,7 @@ configure_offline_environment()
 from evidence_gold import requirement_leaves  # noqa: E402
 from location_variants import foreign_at_cited, moved, touched_by, value_changes  # noqa: E402
 from reference_cases import all_cases, other_paper, split_papers, variants, with_reference  # noqa: E402
+from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -97,8 +99,10 @@ async def measure(grader: Grader, cases: list[Any], everything: list[Any], conso
                 async def grade(diff: str, kind: str, task: Any = task) -> Grade:
                     return await grader.grade(task, Submission(submission_id=f"bench:{kind}", task_id=task.task_id,
                                                                diff=diff))
-                started = time.perf_counter()
                 own_grade = await grade(case.diff, "own")
+                # Seconds of a warm grade (models loaded, embeddings of this code cached): what a rerun costs.
+                started = time.perf_counter()
+                await grade(case.diff + added_diff({"bench_rerun.txt": f"rerun {mode}"}), "own-again")
                 out[f"{mode}:seconds"].append(time.perf_counter() - started)
                 own = verdicts(own_grade)
                 out[f"{mode}:own_pass"] += [own.get(i) == "pass" for i in cited]

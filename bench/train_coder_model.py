@@ -138,8 +138,9 @@ def carry_over(target: Path) -> None:
     for key in ("feature_names", "mean", "scale"):
         model[key] = [model[key][i] for i in keep]
     model["coef"] = [[row[i] for i in keep] for row in model["coef"]]
-    model["trained_on"] = {**model["trained_on"], "carried_over": f"{', '.join(dropped) or 'nothing'} removed at "
-                           "the training mean; not retrained (issue 36: no decision reads where code sits)"}
+    if dropped or "carried_over" not in model["trained_on"]:
+        model["trained_on"] = {**model["trained_on"], "carried_over": f"{', '.join(dropped) or 'nothing'} removed "
+                               "at the training mean; not retrained (issue 36: no decision reads where code sits)"}
     write_rubric(model, target)
     print(f"written: {target} (removed: {', '.join(dropped) or 'nothing'})")
 

@@ -65,6 +65,8 @@ from judge.submission.view import SubmissionView, path_matches, requirement_path
 _MEMO = "requirement_shortlist"
 # Retrieval that reads what code says, not where it sits: no path terms in any document.
 _RETRIEVAL = RetrievalConfig(path_repeats=0, unit_path_terms=False)
+# How sure a verdict lowered by a stated value bound to another number is (the binding is read, not learned).
+_VALUE_MISMATCH_CONFIDENCE = 0.9
 # A failed leaf whose deciding figure is below this share of its bar has no near miss to name.
 _FAR_BELOW = 0.5
 # How many of the ranked units a leaf considers for its text pick and acting share.
@@ -244,7 +246,7 @@ class RequirementInDiff(Check):
             prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen][:1]
             snippets = [self._snippet(units[n], n in acting_set, float(sims[row, column[n]]) if n in column else 0.0)
                         for n in [*chosen, *prose]]
-            values = value_checks(leaf.target, [units[n] for n in chosen], reads,
+            values = value_checks(leaf.target, [units[n] for n in chosen[:1]], reads,
                                   match.spans if match is not None else [])
             evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts=RequirementFacts(
                 named_files_touched=[p for p in named if any(path_matches(p, t) for t in touched)],
@@ -330,14 +332,24 @@ class RequirementInDiff(Check):
             floor = self._below_floor(features, with_reference, args)
             if floor:
                 # Nothing here does this: cite no unrelated unit; the confidence is the distance below the floor.
-                index, cited, confidence = 2, [], self._floor_confidence(features, with_reference, args)
+                index, cited = 2, []
+                confidence = round(max(1.0 - p_pass if decision is not None else 0.0,
+                                       self._floor_confidence(features, with_reference, args)), 4)
                 rationale = nothing_matches(floor)
             elif index == 2 and p_pass < _FAR_BELOW * bar:
                 # Far below the bar: the closest unit is no near miss, so it is not named as if it were evidence.
                 cited = []
                 rationale = nothing_matches(far_below(features, with_reference, p_pass, bar, decision is not None))
             else:
-                index, value_flags, value_note = values_verdict(index, facts.values)
+                graded = any(0 < lv.score < 1 for lv in leaf.levels)
+                before = index
+                index, value_flags, value_note = values_verdict(index, facts.values, has_partial=graded)
+                if index != before:
+                    # Lowered by a stated value: a bound other value is near-certain, a missing one leaves the
+                    # model's reading of the rest as the confidence.
+                    confidence = _VALUE_MISMATCH_CONFIDENCE if value_flags else confidence
+                if not graded and index == 1:
+                    index = 2  # a binary leaf has no partial
                 flags += value_flags
                 rationale = requirement_rationale(acting[0], features, with_reference, index, p_pass, bar,
                                                   decision is not None) + value_note

@@ -32,8 +32,8 @@ def far_below(features: dict[str, float], with_reference: bool, p_pass: float, b
         what = (f"the closest acting code holds {_share(features.get('ref_core_calls', 0))} of the cited lines' "
                 f"calls and {_share(features.get('ref_core_lines', 0))} of their lines")
     else:
-        what = (f"the closest acting code scores {features.get('txt_decoy_z', 0):.1f} standard deviations from what "
-                f"unrelated code scores for this requirement")
+        what = (f"the closest acting code stands {features.get('txt_decoy_z', 0):.1f} standard deviations above what "
+                f"unrelated code scores for this requirement, too little to count")
     return f"{what}; {figure} {p_pass:.2f}, far below the {bar:.2f} bar"
 
 
@@ -82,12 +82,14 @@ def requirement_rationale(best: AlignedSnippet, features: dict[str, float], with
     return compared + decision
 
 
-def values_verdict(index: int, values: list[StatedValueCheck]) -> tuple[int, list[str], str]:
+def values_verdict(index: int, values: list[StatedValueCheck], *, has_partial: bool = True
+                   ) -> tuple[int, list[str], str]:
     """The level after the stated values, the flags they raise, and the sentence that says so.
 
     A value bound to another number fails the leaf, or makes it partial where other stated values hold
-    (flag `stated_value_mismatch`). A value the code it reads never shows keeps a passing leaf at partial: the
-    value is part of the requirement, and nothing shows it is met (no flag: nothing contradicts it either).
+    (flag `stated_value_mismatch`). A value the code it reads never shows keeps a passing leaf at partial when
+    the leaf has a partial level (`has_partial`): the value is part of the requirement, and nothing shows it is
+    met (no flag: nothing contradicts it either); a binary leaf only says so.
     """
     differing = [v for v in values if v.status == "differs"]
     held = [v for v in values if v.status == "held"]
@@ -98,7 +100,7 @@ def values_verdict(index: int, values: list[StatedValueCheck]) -> tuple[int, lis
     if differing and index < 2:
         index = 1 if held else 2
         flags.append("stated_value_mismatch")
-    elif unseen and index == 0:
+    elif unseen and index == 0 and has_partial:
         index = 1
     if differing:
         first = differing[0]

@@ -60,7 +60,8 @@ class StatedValue:
     """A value a requirement states: `text` as written, `values` the numbers it may mean (a percentage is
     both 10 and 0.1), `names` the words before it that name it ("learning rate"), `unit` the word right
     after it that counts it ("100 epochs"), `stem` the name of an identifier such as CIFAR-10, `identifier` the
-    exact name a reference span binds it to (`max_frames`, `--lr` as `lr`)."""
+    exact name a reference span binds it to (`max_frames`, `--lr` as `lr`), `listed` whether it is a list
+    ("(0.1, 0.3, 0.5)"): every member must be there."""
 
     text: str
     values: tuple[float, ...]
@@ -68,6 +69,7 @@ class StatedValue:
     stem: str = ""
     unit: str = ""
     identifier: str = ""
+    listed: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def stated_values(requirement: str) -> list[StatedValue]:
         percent = bool(match.group(2))
         values = members or ((number, number / 100.0) if percent else (number,))
         written = run.group(0).strip() if run is not None else match.group(0).strip()
-        out.append(StatedValue(written, values, names, unit=unit))
+        out.append(StatedValue(written, values, names, unit=unit, listed=len(members) > 1))
     return out
 
 
@@ -249,7 +251,8 @@ def _number_finding(value: StatedValue, read: list[tuple[str, str]],
     0 or 1); else unseen (another value bound in a config or script elsewhere is reported, not held against it:
     a repository holds the configs of several experiments)."""
     wanted = [abs(v) for v in value.values]
-    trivial = all(w in (0.0, 1.0) for w in wanted)
+    # A whole 0 or 1 ("reward == 1", "k = [0]") is a switch or an index; "norm 1.0" is a setting.
+    trivial = all(w in (0.0, 1.0) for w in wanted) and "." not in value.text
 
     def equal(number: float) -> bool:
         return any(same_number(abs(number), w) for w in wanted)
@@ -259,15 +262,24 @@ def _number_finding(value: StatedValue, read: list[tuple[str, str]],
         for name, number in _pairs(text):
             if not _names(value, name) or (not trivial and abs(number) in (0.0, 1.0)):
                 continue
-            if equal(number):
+            if equal(number) and not value.listed:
                 return ValueFinding(value, "held")
+            if equal(number):
+                continue
             if position < evidence_lines:
                 own = own or (where, text.strip()[:80])
             else:
                 elsewhere = elsewhere or (where, text.strip()[:80])
-    if any(equal(n) for _, text in read[:evidence_lines] for _, n in _numbers(text)):
+    if value.listed:
+        # A list is held when every member is there: bound to its name anywhere, or in the leaf's own evidence.
+        present = {abs(n) for _, text in read[:evidence_lines] for _, n in _numbers(text)}
+        present |= {abs(n) for _, text in read for name, n in _pairs(text) if _names(value, name)}
+        if all(any(same_number(w, p) for p in present) for w in wanted):
+            return ValueFinding(value, "held")
+    elif not trivial and any(equal(n) for _, text in read[:evidence_lines] for _, n in _numbers(text)):
+        # (A 0 or a 1 is in almost any code: only bound to the value's name does it hold.)
         return ValueFinding(value, "held")
-    if own is not None:
+    if own is not None and not trivial:  # a stated 0 or 1 (a switch, an index) is too common to contradict
         return ValueFinding(value, "differs", found=own[1], location=own[0])
     if elsewhere is not None:
         return ValueFinding(value, "unseen", found=elsewhere[1], location=elsewhere[0])

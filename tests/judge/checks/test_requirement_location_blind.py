@@ -98,3 +98,28 @@ def test_a_leaf_nothing_implements_says_so_and_cites_nothing(grader: Grader, ref
         assert leaf.rationale.startswith("Nothing in the submission does this"), leaf.rationale
         assert "train.py:" not in leaf.rationale
         assert leaf.confidence is not None and leaf.confidence > 0.5
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_the_bundled_example_cites_no_unrelated_code_for_a_failed_leaf(grader: Grader, shared_data: Path,
+                                                                       reference: bool) -> None:
+    """The Curie run on 93022/0 implements none of the requirements (its diff is shell scripts around the
+    paper's tool): no failed leaf may name or quote an unrelated unit as its evidence."""
+    import asyncio
+
+    from judge.loaders.expbench import describe_run, load_expbench_tasks, submission_from_run
+
+    examples = Path(__file__).resolve().parents[3] / "examples" / "expbench"
+    task = load_expbench_tasks(examples / "93022_complete_final.json")[0]
+    if reference:
+        diff = (shared_data / "expbench" / "gt_code" / "93022" / "0" / "gt.diff").read_text(encoding="utf-8")
+        task = task.model_copy(update={"ground_truth_diff": diff})
+    run = describe_run(examples / "93022_task_index_0_iter_1_duration_0.67_eval_gen.json")
+    grade = asyncio.run(grader.grade(task, submission_from_run(run)))
+    failed = [leaf for leaf in grade.leaves if leaf.stage == "implementation" and leaf.verdict == "fail"]
+    assert failed
+    for leaf in failed:
+        assert not leaf.evidence, leaf.rationale
+        assert leaf.rationale.startswith("Nothing in the submission does this"), leaf.rationale
+        assert not re.search(r"\.(?:sh|py|md):\d+", leaf.rationale), leaf.rationale
+        assert leaf.confidence is not None and leaf.confidence > 0.6

@@ -92,3 +92,10 @@ def test_a_multiplier_word_scales_the_value() -> None:
     assert value.values == (1e6,) and value.unit == "frames"
     assert _status("Train for 1 million frames", ["total_frames: 1_000_000"]) == {"1": "held"}
     assert _status("Train for 1 million frames", ["total_frames: 500_000"]) == {"1": "differs"}
+
+
+def test_a_list_is_held_only_with_every_member() -> None:
+    requirement = "Run with topmin_max values (0.1, 0.3, 0.5)"
+    assert _status(requirement, ["for v in [0.1, 0.3, 0.5]:", "    run(topmin_max=v)"]) == {"0.1, 0.3, 0.5": "held"}
+    assert _status(requirement, ["for v in [0.1, 0.3]:", "    run(topmin_max=0.7)"]) == \
+        {"0.1, 0.3, 0.5": "differs"}
