@@ -15,7 +15,13 @@ from judge.checks.verdicts import quote
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import MalformedDiffError
 from judge.grading.evidence_builder import EvidenceBuilder
-from judge.grading.scoring import collect_error_labels, expbench_metrics, overall_score, stage_scores
+from judge.grading.scoring import (
+    collect_error_labels,
+    expbench_metrics,
+    no_overall_score_warning,
+    overall_score,
+    stage_scores,
+)
 from judge.judges.base import Judge
 from judge.models import (
     CalibrationStatus,
@@ -434,6 +440,9 @@ class Grader:
             if any(leaf.check.name == check.name for leaf in prepared.leaves):
                 warnings += check.grade_warnings(self.rubric, prepared.evidence, results)
         stages = stage_scores(self.rubric, results)
+        overall = overall_score(self.rubric, stages)
+        if (unscored := no_overall_score_warning(self.rubric, results, overall)) is not None:
+            warnings.append(unscored)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         # An empty trajectory is a run of 0 steps (it still has a final test, a budget ...); None is no run.
         process = (await asyncio.to_thread(_process_metrics, task, submission)
@@ -444,7 +453,7 @@ class Grader:
             task_id=task.task_id, submission_id=submission.submission_id, agent=submission.agent,
             run_id=submission.run_id, task_hash=hashes.task, submission_hash=hashes.submission,
             fingerprint=self.fingerprint, leaves=results, stages=stages,
-            overall_score=overall_score(self.rubric, stages),
+            overall_score=overall,
             metrics=expbench_metrics(self.rubric, stages, integrity_flags, executed),
             error_labels=collect_error_labels(results), integrity_flags=integrity_flags, warnings=warnings,
             calibration=calibration or CalibrationStatus(calibrated=False), usage=usage, process=process,
