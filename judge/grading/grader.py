@@ -29,6 +29,7 @@ from judge.models import (
     JudgeFingerprint,
     Leaf,
     LeafResult,
+    ReferenceUse,
     Rubric,
     Submission,
     Task,
@@ -37,6 +38,7 @@ from judge.models import (
 from judge.models.evidence import GradingContext, LeafEvidence
 from judge.reference.leaves import attach_reference_spans, record_reference_spans
 from judge.reference.restored import RESTORED_FLAG, restored_reference, restored_warnings
+from judge.reference.sources import reference_sources
 from judge.rubric_loader import expand_rubric
 from judge.safety.ground_truth_leaks import (
     LEAF_FLAG,
@@ -83,6 +85,15 @@ def fingerprint_for(rubric: Rubric, grader_judge: Judge, embedder: Embedder | No
         sampling=dict(fields.get("sampling") or {}), code_version=code_version(),
         embedding_model=(embedder or default_embedder()).model_id,
     )
+
+
+def reference_use(task: Task) -> ReferenceUse:
+    """The reference `task` carries, as a grade states it (a diff that does not parse counts its named files)."""
+    try:
+        files = len(reference_sources(task))
+    except MalformedDiffError:
+        files = len(task.reference_files)
+    return ReferenceUse.of(task, files=files)
 
 
 def _inert(view: SubmissionView) -> bool:
@@ -425,6 +436,8 @@ class Grader:
         # Masked reference files brought back (a thread hop only when the task carries a reference to scan).
         restored = (await asyncio.to_thread(restored_reference, task, submission)
                     if task.reference_files or task.ground_truth_diff else [])
+        reference = await asyncio.to_thread(reference_use, task) if task.reference_files or task.ground_truth_diff \
+            else ReferenceUse(used=False)
         if restored:
             integrity_flags.append(RESTORED_FLAG)
             warnings += restored_warnings(restored)
@@ -457,6 +470,7 @@ class Grader:
             metrics=expbench_metrics(self.rubric, stages, integrity_flags, executed),
             error_labels=collect_error_labels(results), integrity_flags=integrity_flags, warnings=warnings,
             calibration=calibration or CalibrationStatus(calibrated=False), usage=usage, process=process,
+            reference=reference,
         )
 
 

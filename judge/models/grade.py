@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judge.models.hashing import content_hash
 from judge.models.reference import ReferenceLocation
+from judge.models.reference_use import ReferenceUse
 from judge.models.rubric import EvidenceSource, Leaf, Stage
 
 Verdict = Literal["pass", "fail", "partial", "unscored"]
@@ -235,6 +236,9 @@ class Grade(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     calibration: CalibrationStatus = Field(default_factory=lambda: CalibrationStatus(calibrated=False))
     process: dict[str, Any] | None = Field(default=None, description="Process metrics when a trajectory came in.")
+    reference: ReferenceUse | None = Field(
+        default=None, description="The task's reference implementation this grade used (its digest beside the "
+                                  "fingerprint). None in grades made before it was recorded.")
     usage: Usage = Field(default_factory=Usage)
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
