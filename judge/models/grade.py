@@ -202,7 +202,7 @@ class CalibrationStatus(BaseModel):
         figures = []
         for name, value, ci in (("kappa", self.kappa, self.kappa_ci), ("macro-F1", self.macro_f1, self.macro_f1_ci)):
             if value is not None:
-                figures.append(f"{name} {value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no CI)"))
+                figures.append(f"{name} {value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no interval)"))
         if self.n_items is not None:
             figures.append(f"{self.n_items} units")
         if self.labels_per_class:
