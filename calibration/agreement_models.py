@@ -29,6 +29,8 @@ class Estimate(BaseModel):
     ci_high: float | None = None
     n_resamples: int = 0
     reason: str | None = None
+    no_interval: str | None = Field(default=None, description="Why no interval is given for a defined value, "
+                                    "e.g. 'too few submissions for an interval (1 of 10 needed)'.")
 
     @property
     def ci(self) -> tuple[float, float] | None:
@@ -43,6 +45,8 @@ class Estimate(BaseModel):
             return f"n/a ({self.reason})" if self.reason else "n/a"
         ci = self.ci
         text = f"{self.value:.{digits}f}"
+        if ci is None and self.no_interval:
+            return f"{text} ({self.no_interval})"
         return f"{text} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else text
 
 
@@ -103,6 +107,8 @@ class BootstrapInfo(BaseModel):
     ci_level: float
     unit: Literal["item", "group"]
     n_units: int
+    min_units: int = Field(default=0, description="Independent units (submissions) an interval needs.")
+    withheld: str | None = Field(default=None, description="Why no interval was computed, when none was.")
 
 
 class AgreementReport(BaseModel):

@@ -24,8 +24,9 @@ from calibration.report_html import CalibrationReportData, CategoryResult, Disag
 from calibration.runner import CaseAdapter, CaseOutcome
 from judge.judges.response_cache import ResponseCache
 from judge.models import content_hash
+from judge.settings import get_settings
 
-METRICS_CACHE_VERSION = "calibration-metrics-v2"
+METRICS_CACHE_VERSION = "calibration-metrics-v3"  # v3: no interval below the minimum of units
 
 
 def _category(outcome: CaseOutcome) -> str:
@@ -86,7 +87,7 @@ def _figures_key(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Labe
             for o in outcomes]
     humans = [lab.model_dump(mode="json") for lab in label_set.labels if lab.key in keys]
     return content_hash([METRICS_CACHE_VERSION, rows, humans, list(adapter.labels), adapter.scale,
-                         n_resamples, seed])
+                         n_resamples, seed, get_settings().calibration_min_interval_units])
 
 
 def _disagreements(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Label],

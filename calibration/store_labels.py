@@ -117,8 +117,9 @@ async def _fingerprint(store: Store, tenant: str, digest: str, grade_id: str) ->
 
 
 async def calibrate_stored(store: Store, tenant: str, fingerprint: str, *, n_resamples: int = 1000,
-                           seed: int = 0) -> StoredCalibration:
-    """Measure the verdicts stored under `fingerprint` against the tenant's labels and store the run.
+                           seed: int = 0, min_units: int | None = None) -> StoredCalibration:
+    """Measure the verdicts stored under `fingerprint` against the tenant's labels and store the run
+    (`min_units`: independent units an interval needs; default the setting calibration_min_interval_units).
 
     Raises:
         InputError: no labels for the tenant and fingerprint.
@@ -142,7 +143,8 @@ async def calibrate_stored(store: Store, tenant: str, fingerprint: str, *, n_res
     groups = label_set.groups()
     overall = agreement_report([reference.labels[k] for k in keys], [judge_of.get(k) for k in keys],
                                labels=order, scale=scale, groups=[groups[k] for k in keys],
-                               n_resamples=n_resamples, seed=seed, name="stored verdicts vs reference")
+                               n_resamples=n_resamples, seed=seed, name="stored verdicts vs reference",
+                               min_units=min_units)
     ceiling, reason = human_ceiling_with_reason(label_set, labels=order, scale=scale, n_resamples=n_resamples,
                                                 seed=seed)
     if reference.ties:

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 FINAL_JOB_STATES = frozenset({"succeeded", "partial", "failed"})
 
@@ -44,6 +44,17 @@ class Job(BaseModel):
     usage: dict[str, float] = Field(default_factory=dict)
     results: list[JobItem] = Field(default_factory=list)
     links: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _total_from_progress(cls, data: Any) -> Any:
+        # The 202 body names `total`; `GET /v1/jobs/{id}` gives it only in `progress`. Without this a waited-on
+        # job said total=0, and `results` could not tell a job missing grades from a complete one.
+        if isinstance(data, dict) and "total" not in data and isinstance(data.get("progress"), dict):
+            total = data["progress"].get("total")
+            if isinstance(total, int):
+                return {**data, "total": total}
+        return data
 
     @property
     def finished(self) -> bool:

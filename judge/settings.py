@@ -65,6 +65,9 @@ class Settings(BaseSettings):
         "least this many reference labels in every class the macro figures average over (docs/calibration.md).")
     calibration_max_ci_width: float = Field(
         default=0.3, gt=0, le=1, description="... and its macro-F1 95% interval is at most this wide.")
+    calibration_min_interval_units: int = Field(
+        default=10, ge=1, description="A calibration gives intervals only over at least this many independent "
+        "units (submissions, the bootstrap's groups); below, it says 'too few submissions for an interval'.")
     review_session_hours: float = Field(default=12.0, gt=0, description="A review session ends this long after login.")
     review_idle_minutes: float = Field(default=60.0, gt=0, description="... or after this long without a request.")
     review_cookie_secure: bool | None = Field(

@@ -19,9 +19,9 @@ router = APIRouter(tags=["grades"])
 
 @router.get("/v1/grades/{grade_id}", response_model=Grade, responses={404: {"description": "No such grade."}})
 async def get_grade(grade_id: str, service: ServiceDep, tenant: TenantDep) -> Response:
-    """A stored grade of this tenant, exactly as it was returned when it was made (a cached rerun's: the grade it
-    reused, with the rerun's own ids, time, calibration status and usage)."""
-    text = await service.store.grades.json_of(tenant, grade_id)
+    """A stored grade of this tenant, as it was returned when it was made (a cached rerun's: the grade it
+    reused, with the rerun's own ids, time and usage), with the calibration status that applies to it now."""
+    text = await service.store.grades.json_as_of_now(tenant, grade_id)
     if text is None:
         raise NotFound(f"no grade {grade_id!r}", field="grade_id")
     return Response(text, media_type="application/json")

@@ -164,8 +164,9 @@ def check_out_dir(out: Path) -> None:
 StoreOutOpt = Annotated[Path | None, typer.Option(
     "--out", help="Folder for report.json and report.html (needed with --labels).")]
 OptionalLabelsOpt = Annotated[Path | None, typer.Option(
-    "--labels", help="Labels: a CRScore claims folder, or a labels file. Or leave it out and name stored labels "
-    "with --tenant and --fingerprint.")]
+    "--labels", help="Labels: a CRScore claims folder, a PaperBench JudgeEval folder (expected_result.json trees "
+    "beside their submissions; graded with judgeeval-v1 unless --rubric names another), or a labels file. Or leave "
+    "it out and name stored labels with --tenant and --fingerprint.")]
 TenantOpt = Annotated[str | None, typer.Option(
     "--tenant", help="With --fingerprint: the tenant whose labels from the review pages are measured.")]
 FingerprintOpt = Annotated[str | None, typer.Option(

@@ -32,6 +32,8 @@ def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) ->
         f"| fingerprint {fp.digest}"
     )
     console.print(shown(grade.calibration.summary()), soft_wrap=True)  # why not, and the figures with CIs
+    if grade.reference is not None:  # the reference is part of what the grade says (beside the fingerprint)
+        console.print(shown(grade.reference.summary()), soft_wrap=True)
     stages = Table(title="Stages", show_lines=False)
     for column in ("stage", "score", "passed", "scored", "leaves"):
         # Figures never shrink below their width: a squeezed column would cut "100.0" to "10…".

@@ -74,6 +74,24 @@ def _print_estimate(result: Any, console: Console) -> None:
                       "(local map)")
 
 
+def changes_lines(changes: dict[str, Any]) -> list[str]:
+    """What changes.json says in a few lines: the reference used, and per baseline how many verdicts flipped
+    which way (e.g. "C: 3 true->false, 1 false->true; leaves: 5 pass->fail")."""
+    stated = changes.get("reference") or {}
+    lines = []
+    if stated:
+        lines.append(f"reference: used by {stated['runs_with_reference']} runs, digest {stated['digest']}"
+                     if stated["runs_with_reference"] else "reference: none (graded without a reference)")
+    for name, info in changes.get("baselines", {}).items():
+        counts = info.get("flip_counts") or {}
+        said = "; ".join(f"{what}: " + ", ".join(f"{n} {way}" for way, n in ways.items())
+                         for what, ways in counts.items())
+        lines.append(f"flips against {name}: {said or 'none'} ({info['runs_flipped']} of {info['runs']} runs)")
+        if info.get("runs_reference_changed"):
+            lines.append(f"  {info['runs_reference_changed']} runs were graded with another reference than in {name}")
+    return lines
+
+
 def _print_summary(result: Any, console: Console) -> None:
     c = result.counters
     console.print(
@@ -88,6 +106,9 @@ def _print_summary(result: Any, console: Console) -> None:
         console.print(f"[yellow]skipped:[/yellow] {shown(problem)}", soft_wrap=True)
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/yellow] {shown(warning)}", soft_wrap=True)
+    if result.changes is not None:
+        for line in changes_lines(result.changes):
+            console.print(shown(line), soft_wrap=True)
     if result.changes is not None and result.changes["judge_failures"]:
         flagged = result.changes["judge_failures"]
         console.print(f"old verdicts flagged as judge failures (not agent failures): {shown(flagged)}")

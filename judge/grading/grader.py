@@ -15,7 +15,13 @@ from judge.checks.verdicts import quote
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import MalformedDiffError
 from judge.grading.evidence_builder import EvidenceBuilder
-from judge.grading.scoring import collect_error_labels, expbench_metrics, overall_score, stage_scores
+from judge.grading.scoring import (
+    collect_error_labels,
+    expbench_metrics,
+    no_overall_score_warning,
+    overall_score,
+    stage_scores,
+)
 from judge.judges.base import Judge
 from judge.models import (
     CalibrationStatus,
@@ -23,6 +29,7 @@ from judge.models import (
     JudgeFingerprint,
     Leaf,
     LeafResult,
+    ReferenceUse,
     Rubric,
     Submission,
     Task,
@@ -31,6 +38,7 @@ from judge.models import (
 from judge.models.evidence import GradingContext, LeafEvidence
 from judge.reference.leaves import attach_reference_spans, record_reference_spans
 from judge.reference.restored import RESTORED_FLAG, restored_reference, restored_warnings
+from judge.reference.sources import reference_sources
 from judge.rubric_loader import expand_rubric
 from judge.safety.ground_truth_leaks import (
     LEAF_FLAG,
@@ -77,6 +85,15 @@ def fingerprint_for(rubric: Rubric, grader_judge: Judge, embedder: Embedder | No
         sampling=dict(fields.get("sampling") or {}), code_version=code_version(),
         embedding_model=(embedder or default_embedder()).model_id,
     )
+
+
+def reference_use(task: Task) -> ReferenceUse:
+    """The reference `task` carries, as a grade states it (a diff that does not parse counts its named files)."""
+    try:
+        files = len(reference_sources(task))
+    except MalformedDiffError:
+        files = len(task.reference_files)
+    return ReferenceUse.of(task, files=files)
 
 
 def _inert(view: SubmissionView) -> bool:
@@ -419,6 +436,8 @@ class Grader:
         # Masked reference files brought back (a thread hop only when the task carries a reference to scan).
         restored = (await asyncio.to_thread(restored_reference, task, submission)
                     if task.reference_files or task.ground_truth_diff else [])
+        reference = await asyncio.to_thread(reference_use, task) if task.reference_files or task.ground_truth_diff \
+            else ReferenceUse(used=False)
         if restored:
             integrity_flags.append(RESTORED_FLAG)
             warnings += restored_warnings(restored)
@@ -434,6 +453,9 @@ class Grader:
             if any(leaf.check.name == check.name for leaf in prepared.leaves):
                 warnings += check.grade_warnings(self.rubric, prepared.evidence, results)
         stages = stage_scores(self.rubric, results)
+        overall = overall_score(self.rubric, stages)
+        if (unscored := no_overall_score_warning(self.rubric, results, overall)) is not None:
+            warnings.append(unscored)
         executed = None if view.execution.error_class == "no_record" else view.execution.error_class == "success"
         # An empty trajectory is a run of 0 steps (it still has a final test, a budget ...); None is no run.
         process = (await asyncio.to_thread(_process_metrics, task, submission)
@@ -444,10 +466,11 @@ class Grader:
             task_id=task.task_id, submission_id=submission.submission_id, agent=submission.agent,
             run_id=submission.run_id, task_hash=hashes.task, submission_hash=hashes.submission,
             fingerprint=self.fingerprint, leaves=results, stages=stages,
-            overall_score=overall_score(self.rubric, stages),
+            overall_score=overall,
             metrics=expbench_metrics(self.rubric, stages, integrity_flags, executed),
             error_labels=collect_error_labels(results), integrity_flags=integrity_flags, warnings=warnings,
             calibration=calibration or CalibrationStatus(calibrated=False), usage=usage, process=process,
+            reference=reference,
         )
 
 

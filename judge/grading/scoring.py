@@ -76,3 +76,41 @@ def collect_error_labels(results: list[LeafResult]) -> list[str]:
             for label in r.error_labels:
                 labels[f"{r.stage}: {label}"] = None
     return list(labels)
+
+
+_UNSCORED_BECAUSE = {
+    "no_ground_truth": "the task has no ground truth for it",
+    "no_submission_field": "the submission lacks what it reads",
+    "judge_error": "the judge call failed",
+    "invalid_judge_output": "the judge's output never validated",
+    "unsupported_evidence": "the judge cited a quote not in the submission",
+    "no_majority": "the judge's samples split evenly",
+    "not_applicable": "it does not apply",
+    "gate": "a gate left it unscored",
+}
+
+
+def no_overall_score_warning(rubric: Rubric, results: list[LeafResult], overall: float | None) -> str | None:
+    """Why a grade has no overall score, or None when it has one.
+
+    A null score with no word beside it reads like a bug; a task with no ground truth at all is the common cause
+    and is named as such.
+    """
+    if overall is not None:
+        return None
+    weighted = {s.stage for s in rubric.stages if s.weight > 0}
+    counted = [r for r in results if r.stage in weighted]
+    if not counted:
+        return "no overall score: the rubric has no leaf in a weighted stage"
+    missing_truth = sorted({r.stage for r in counted if r.reason_code == "no_ground_truth"},
+                           key=[s.stage for s in rubric.stages].index)
+    graded_against_truth = {r.stage for r in counted if r.reason_code != "no_submission_field"}
+    if missing_truth and set(missing_truth) >= graded_against_truth:
+        return (f"no overall score: the task has no ground truth at all (nothing for {', '.join(missing_truth)}: "
+                "no design variables, requirements, expected outcome or artefacts), so no leaf could be graded")
+    reasons: dict[str, int] = {}
+    for r in counted:
+        code = r.reason_code or "other"
+        reasons[code] = reasons.get(code, 0) + 1
+    said = "; ".join(f"{n} because {_UNSCORED_BECAUSE.get(code, code)}" for code, n in reasons.items())
+    return f"no overall score: no leaf of a weighted stage was scored ({said})"

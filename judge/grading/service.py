@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from judge.embeddings.encoder import Embedder
-from judge.grading.grader import ContentHashes, Grader, PreparedGrade
+from judge.grading.grader import ContentHashes, Grader, PreparedGrade, reference_use
 from judge.judges.base import Judge
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Submission, Task, Usage
 from judge.store import Store
@@ -66,6 +66,8 @@ def cache_hit_copy(hit: Grade, task: Task, submission: Submission, calibration: 
     """A cached grade as this request's grade (see `cache_hit_fields`)."""
     fields = cache_hit_fields(hit.usage, submission_id=submission.submission_id, agent=submission.agent,
                               run_id=submission.run_id, calibration=calibration, task_id=task.task_id)
+    if hit.reference is None:  # cached before grades stated their reference: the task (same hash) says it
+        fields["reference"] = reference_use(task).model_dump(mode="json")
     return Grade.model_validate({**hit.model_dump(mode="json"), **fields})
 
 

@@ -15,6 +15,7 @@ from judge.models.grade import (
 from judge.models.hashing import canonical_json, content_hash
 from judge.models.process_inputs import LEGACY_METADATA_KEYS, FinalTest, ImprovementRange, ProcessInputs
 from judge.models.reference import ReferenceFile, ReferenceLocation, ReferenceOrigin, ReferenceSpan
+from judge.models.reference_use import ReferenceUse
 from judge.models.rubric import (
     STAGES,
     CheckSpec,
@@ -58,6 +59,7 @@ __all__ = [
     "ReferenceLocation",
     "ReferenceOrigin",
     "ReferenceSpan",
+    "ReferenceUse",
     "Rubric",
     "Stage",
     "StageScore",

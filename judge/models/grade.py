@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judge.models.hashing import content_hash
 from judge.models.reference import ReferenceLocation
+from judge.models.reference_use import ReferenceUse
 from judge.models.rubric import EvidenceSource, Leaf, Stage
 
 Verdict = Literal["pass", "fail", "partial", "unscored"]
@@ -201,7 +202,7 @@ class CalibrationStatus(BaseModel):
         figures = []
         for name, value, ci in (("kappa", self.kappa, self.kappa_ci), ("macro-F1", self.macro_f1, self.macro_f1_ci)):
             if value is not None:
-                figures.append(f"{name} {value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no CI)"))
+                figures.append(f"{name} {value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no interval)"))
         if self.n_items is not None:
             figures.append(f"{self.n_items} units")
         if self.labels_per_class:
@@ -235,6 +236,9 @@ class Grade(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     calibration: CalibrationStatus = Field(default_factory=lambda: CalibrationStatus(calibrated=False))
     process: dict[str, Any] | None = Field(default=None, description="Process metrics when a trajectory came in.")
+    reference: ReferenceUse | None = Field(
+        default=None, description="The task's reference implementation this grade used (its digest beside the "
+                                  "fingerprint). None in grades made before it was recorded.")
     usage: Usage = Field(default_factory=Usage)
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 

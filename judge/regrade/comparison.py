@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from statistics import fmean
 from typing import Any
 
-from judge.models import JudgeFingerprint, Rubric
+from judge.models import JudgeFingerprint, Rubric, content_hash
 from judge.regrade.export import PROCESS_COLUMNS, RunRecord
 from judge.regrade.sources import OldVerdict, RunRef
 
@@ -143,10 +143,44 @@ def compare_with_grade(record: RunRecord, previous: RunRecord) -> dict[str, Any]
         "deltas": {f.removesuffix("_score"): _delta(getattr(record, f), getattr(previous, f)) for f in STAGE_FIELDS},
         "flips": _flips(before, after),
         "leaf_flips": leaf_flips,
+        "reference_before": previous.reference, "reference_after": record.reference,
+        "reference_changed": None if previous.reference is None or record.reference is None
+        else previous.reference != record.reference,
         "leaves_only_before": sorted(set(previous.leaves) - set(record.leaves)),
         "leaves_only_after": sorted(set(record.leaves) - set(previous.leaves)),
         "process_changes": process_changes(record.process, previous.process),
     }
+
+
+def reference_summary(graded: list[RunRecord]) -> dict[str, Any]:
+    """The references the graded runs used: how many runs had one, and one digest of them all (None when no run
+    had one), so two regrades of the same runs with the same fingerprint but other references tell apart."""
+    used = sorted((r.run_id, r.reference) for r in graded if r.reference not in (None, "none"))
+    return {
+        "runs_with_reference": len(used),
+        "runs_without_reference": sum(1 for r in graded if r.reference == "none"),
+        "runs_not_stated": sum(1 for r in graded if r.reference is None),
+        "digest": content_hash([list(pair) for pair in used])[:16] if used else None,
+    }
+
+
+def _shown(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def flip_counts(entries: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """How many verdicts flipped which way, per headline verdict and for leaves: {"C": {"true->false": 3}, ...,
+    "leaves": {"pass->fail": 5, ...}}."""
+    counts: dict[str, dict[str, int]] = {}
+    for entry in entries:
+        for name, (before, after) in (entry.get("flips") or {}).items():
+            way = f"{_shown(before)}->{_shown(after)}"
+            counts.setdefault(name, {})[way] = counts.setdefault(name, {}).get(way, 0) + 1
+        for leaf in entry.get("leaf_flips") or []:
+            if leaf["before"] != leaf["after"]:
+                way = f"{leaf['before']}->{leaf['after']}"
+                counts.setdefault("leaves", {})[way] = counts.setdefault("leaves", {}).get(way, 0) + 1
+    return {name: dict(sorted(ways.items())) for name, ways in counts.items()}
 
 
 def build_changes(
@@ -197,7 +231,7 @@ def build_changes(
             "after": {"D": record.D, "I": record.I, "E": record.E, "C": record.C, "all_correct": record.all_correct,
                       **{f: getattr(record, f) for f in STAGE_FIELDS},
                       "leaves_unscored": record.leaves_unscored, "leaves_judge_failed": record.leaves_judge_failed,
-                      "process": record.process},
+                      "process": record.process, "reference": record.reference},
             "baselines": compared,
         })
     for name, info in baselines.items():
@@ -210,9 +244,13 @@ def build_changes(
         info["runs_flipped"] = sum(1 for entry in entries if entry.get("flips"))
         info["leaf_flips"] = sum(len(entry.get("leaf_flips", [])) for entry in entries)
         info["runs_process_changed"] = sum(1 for entry in entries if entry.get("process_changes"))
+        info["flip_counts"] = flip_counts(entries)
+        if info["kind"] == "expjudge_fingerprint":
+            info["runs_reference_changed"] = sum(1 for entry in entries if entry.get("reference_changed"))
     return {
         "generated_at": datetime.now(UTC).isoformat(),
         "fingerprint": {"digest": fingerprint.digest, **fingerprint.model_dump(mode="json")},
+        "reference": reference_summary(graded),
         "thresholds": rubric.thresholds.model_dump(),
         "notes": [
             "Old EXP-Bench D/I are decided correct at the rubric's thresholds (EXP-Bench never published its own); "

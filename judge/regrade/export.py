@@ -85,6 +85,9 @@ class RunRecord:
     error: str | None = None
     leaves: dict[str, LeafVerdict] = field(default_factory=dict, repr=False)
     process: dict[str, Any] | None = field(default=None, repr=False)  # the scalars of PROCESS_COLUMNS
+    # The reference the grade used: its digest, "none" when graded without one, None when not known (a grade
+    # stored before grades stated it). Not a column: changes.json says it.
+    reference: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_grade(cls, grade: dict[str, Any], *, run_id: str, run_key: str, status: str,
@@ -96,6 +99,9 @@ class RunRecord:
         """
         record = cls.from_summary(summary_of_json(grade), grade, run_id=run_id, run_key=run_key, status=status,
                                   fingerprint=fingerprint, paper_id=paper_id)
+        stated = grade.get("reference")
+        if isinstance(stated, dict):
+            record.reference = str(stated.get("digest")) if stated.get("used") else "none"
         if keep_leaves:
             record.leaves = {
                 leaf["leaf_id"]: LeafVerdict(
@@ -150,7 +156,7 @@ class RunRecord:
         return (*_row_fields(self), *metrics)
 
 
-_ROW_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("leaves", "process"))
+_ROW_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("leaves", "process", "reference"))
 _row_fields = attrgetter(*_ROW_FIELDS)
 _NO_PROCESS = (None,) * len(PROCESS_COLUMNS)
 COLUMNS = (*_ROW_FIELDS, *(f"process_{name}" for name in PROCESS_COLUMNS))

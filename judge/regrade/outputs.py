@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
+from judge.grading.grader import reference_use
 from judge.regrade.comparison import build_changes
 from judge.regrade.export import RunRecord, make_out_dir, write_tables
 from judge.regrade.report_html import render_changes_html
-from judge.regrade.sources import run_key
+from judge.regrade.sources import RunRef, TaskTable, run_key
 
 if TYPE_CHECKING:
     from judge.regrade.options import RegradeResult
@@ -44,6 +45,21 @@ async def previous_records(regrader: RegradeState, digest: str) -> dict[str, Run
     return previous
 
 
+def state_references(records: list[RunRecord], refs: dict[str, RunRef], tasks: TaskTable) -> None:
+    """Each graded run's reference (digest, or "none"), read from its task: the same for a grade made now, one
+    from the cache or one stored before grades stated their reference (its task hash, so its reference, is the
+    task's)."""
+    by_task: dict[str, str] = {}
+    for record in records:
+        ref = refs.get(record.run_id)
+        if record.grade_id is None or ref is None:
+            continue
+        if ref.task_key not in by_task:
+            use = reference_use(tasks.task(ref.task_key))
+            by_task[ref.task_key] = use.digest or "none" if use.used else "none"
+        record.reference = by_task[ref.task_key]
+
+
 def summary_of(result: RegradeResult, out_dir: Path) -> dict[str, Any]:
     """summary.json: totals, what stopped the regrade, where the files are."""
     c = result.counters
@@ -67,6 +83,7 @@ async def write_outputs(regrader: RegradeState, result: RegradeResult) -> dict[s
     if digest:
         previous = await previous_records(regrader, digest)
     refs = {ref.run_id: ref for ref in result.discovery.runs}
+    state_references(result.records, refs, result.discovery.tasks)
     changes = build_changes(result.records, refs, regrader.rubric, result.fingerprint, previous, digest)
     csv_path, parquet_path = write_tables(result.records, out)
     paths = {"csv": csv_path, "parquet": parquet_path, "changes_json": out / CHANGES_JSON,

@@ -140,6 +140,19 @@ def _judge_failures(report: dict[str, Any]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _reference(report: dict[str, Any]) -> str:
+    """Which reference the new grades used (a changes.json written before it was recorded has none)."""
+    stated = report.get("reference")
+    if not stated:
+        return "Reference: not recorded in this report."
+    if not stated["runs_with_reference"]:
+        return f"Reference: none (no run was graded with a reference implementation; {_e(stated['runs_not_stated'])} " \
+               "runs not stated)." if stated["runs_not_stated"] else \
+               "Reference: none (no run was graded with a reference implementation)."
+    return (f"Reference: used by <b>{_e(stated['runs_with_reference'])}</b> runs "
+            f"({_e(stated['runs_without_reference'])} without), digest <code>{_e(stated['digest'])}</code>.")
+
+
 def render_changes_html(report: dict[str, Any]) -> str:
     """The report as a standalone HTML page."""
     fp = report["fingerprint"]
@@ -156,6 +169,7 @@ def render_changes_html(report: dict[str, Any]) -> str:
 <p>New judge: <b>{_e(fp.get('judge'))}</b> {_e(fp.get('model') or '')},
 rubric {_e(fp.get('rubric_id'))}@{_e(fp.get('rubric_version'))},
 fingerprint <code>{_e(fp['digest'])}</code>. Generated {_e(report['generated_at'])}.</p>
+<p>{_reference(report)}</p>
 <p>Thresholds: {thresholds}. Old verdicts flagged as <span class="badge jf">judge failure</span>:
 <b>{_e(failures)}</b>.</p>
 <ul class=note>{notes}</ul>

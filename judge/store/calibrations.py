@@ -72,8 +72,15 @@ def _resampled_units(report: dict[str, Any]) -> int | None:
     return units if isinstance(units, int) else None
 
 
+def _withheld(report: dict[str, Any]) -> str | None:
+    """Why the run gave no interval (too few independent units), when it says."""
+    info = report.get("bootstrap")
+    said = info.get("withheld") if isinstance(info, dict) else None
+    return said if isinstance(said, str) and said else None
+
+
 def _shortfall(n_items: int, counts: dict[str, int] | None, macro_f1_ci: tuple[float, float] | None,
-               units: int | None, policy: CalibrationPolicy) -> str | None:
+               units: int | None, policy: CalibrationPolicy, withheld: str | None = None) -> str | None:
     """Why a run does not make its fingerprint calibrated under `policy` (None: it does)."""
     if counts is None:
         return f"per-class label counts not recorded ({n_items}); calibrate again"
@@ -83,6 +90,8 @@ def _shortfall(n_items: int, counts: dict[str, int] | None, macro_f1_ci: tuple[f
                 + (f", {fewest} has {counts[fewest]}" if fewest is not None else ""))
     if len(counts) < 2:
         return f"labels of one class only ({n_items}): agreement cannot be told from chance"
+    if withheld is not None:  # no interval at all: the figures are a point estimate over too few submissions
+        return f"{withheld}; {n_items} labelled units"
     if macro_f1_ci is None:
         return f"no macro-F1 interval ({n_items})"
     if units is not None and units < 2:  # every resample is the same group: the interval is a point
@@ -99,7 +108,7 @@ def status_of_run(*, calibration_id: str, label_set: str, n_items: int, kappa: f
                   policy: CalibrationPolicy) -> CalibrationStatus:
     """The status a grade reports for a stored run: calibrated, or not with the reason; the figures either way."""
     counts = labels_per_class(report)
-    reason = _shortfall(n_items, counts, macro_f1_ci, _resampled_units(report), policy)
+    reason = _shortfall(n_items, counts, macro_f1_ci, _resampled_units(report), policy, _withheld(report))
     return CalibrationStatus(
         calibrated=reason is None, reason=reason, label_set=label_set, calibration_id=calibration_id,
         n_items=n_items, kappa=kappa, kappa_ci=kappa_ci, macro_f1=macro_f1, macro_f1_ci=macro_f1_ci,

@@ -10,6 +10,7 @@ from sqlalchemy import Connection, func, select
 
 from judge.errors import InputError
 from judge.models import Grade
+from judge.store.calibrations import calibration_status_on
 from judge.store.clock import as_utc, utcnow
 from judge.store.dialects import key_in, on_conflict, run_hot
 from judge.store.grade_reuse import (
@@ -174,6 +175,20 @@ class GradeStore:
         query = select(GRADE_BODY, GradeRow.reuse_json).where(GradeRow.grade_id == grade_id, GradeRow.tenant == tenant)
         row = await self._store.run_read(lambda c: c.execute(query).one_or_none())
         return None if row is None or row[0] is None else full_json(row[0], row[1])
+
+    async def json_as_of_now(self, tenant: str, grade_id: str) -> str | None:
+        """`json_of` with the calibration run that applies to the grade now: a grade stored before its fingerprint
+        was calibrated (or recalibrated) would otherwise keep saying "no calibration run" or name an older run.
+        With no run now, or the same run, the grade is as stored."""
+        text = await self.json_of(tenant, grade_id)
+        if text is None:
+            return None
+        grade = Grade.model_validate_json(text)
+        digest = grade.fingerprint.digest
+        now = await self._store.run_read(lambda c: calibration_status_on(c, digest, tenant))
+        if now.calibration_id is None or now.calibration_id == grade.calibration.calibration_id:
+            return text
+        return grade.model_copy(update={"calibration": now}).model_dump_json()
 
     async def id_for_run_key(self, tenant: str, run_key: str) -> str | None:
         """The id of the grade stored for `run_key`, if any."""

@@ -294,3 +294,25 @@ def test_a_failed_leaf_shows_what_the_judge_compared_and_two_grades_compare_side
     flash = wait_for(lambda: browser.find_elements(By.ID, "just-ran"), "the stored calibration run", timeout=120)
     assert digest in flash[0].text and "units" in flash[0].text
     assert browser.save_screenshot(str(screenshots / "review-calibration.png"))
+
+
+def test_a_label_button_at_the_bottom_of_the_window_takes_the_click(served: dict[str, Any], browser: Any) -> None:
+    # The status bar stays at the bottom of the window: a button scrolled to just above the window's bottom edge
+    # must still be the element a click there lands on (it landed on <p id="status">).
+    from selenium.webdriver.common.by import By
+
+    base, keys, extended = served["base"], served["keys"], served["extended"]
+    log_in(browser, base, keys["bob"])
+    browser.get(f"{base}/review/grades/{extended['grade_id']}")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready") == "true", "the grade page")
+    last = browser.find_elements(By.CSS_SELECTOR, "section.leaf")[-3]
+    button = last.find_element(By.CSS_SELECTOR, "button[name=label][value=fail]")
+    # Scroll the button to the bottom edge of what the page shows, as a reader scrolling down leaves it.
+    browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", button)
+    on_top = browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return document.elementFromPoint(r.left + r.width / 2, r.bottom - 2).closest('button') === arguments[0]",
+        button)
+    assert on_top, "another element covers the bottom of the label button"
+    button.click()  # a native click: Selenium refuses it when another element is on top of the button
+    wait_for(lambda: last.get_attribute("data-mine") == "fail", "the label saved by the click")

@@ -155,11 +155,11 @@ def test_all_labels_missing(ref: list[str | None], pred: list[str | None], cover
 
 def test_one_item() -> None:
     rep = agreement_report(["a"], ["b"], labels=["a", "b"], n_resamples=20)
-    assert rep.accuracy.value == 0.0 and rep.accuracy.ci == (0.0, 0.0)
+    assert rep.accuracy.value == 0.0 and rep.accuracy.ci is None
     # p_o = 0; p_e = P_ref(a) * P_pred(a) + P_ref(b) * P_pred(b) = 1*0 + 0*1 = 0;
     # kappa = (0 - 0) / (1 - 0) = 0.
-    assert rep.cohen_kappa.value == 0.0 and rep.cohen_kappa.ci == (0.0, 0.0)
-    assert "single point" in " ".join(rep.notes)
+    assert rep.cohen_kappa.value == 0.0 and rep.cohen_kappa.ci is None  # one unit: no interval, not a point
+    assert "too few submissions for an interval" in " ".join(rep.notes)
 
 
 def test_missing_labels_are_left_out_and_counted() -> None:

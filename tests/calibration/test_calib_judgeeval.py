@@ -153,3 +153,12 @@ def test_each_leaf_gets_the_verdict_of_a_grade_of_its_repository_as_one_task(tmp
         graded = grades[outcome.case.item.group_id][outcome.case.leaf.id]
         assert (outcome.result.verdict, outcome.result.rationale) == (graded.verdict, graded.rationale)
         assert outcome.case.leaf.stage == STAGES[outcome.case.item.category or ""]
+
+
+def test_calibrate_help_names_the_judgeeval_folder_it_detects() -> None:
+    # The folder is detected (is_judgeeval_folder) and graded with judgeeval-v1, so --help must say it is accepted.
+    _register_commands()
+    done = CliRunner().invoke(app, ["calibrate", "--help"], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    flat = " ".join(done.output.replace("│", " ").split())
+    assert "PaperBench JudgeEval folder" in flat, flat

@@ -21,6 +21,8 @@ from judge.client import AsyncExpJudgeClient, ExpJudgeClient
 from judge.client_models import (
     AuthenticationError,
     InvalidRequestError,
+    Job,
+    JobFailedError,
     NotFoundError,
     RateLimitedError,
     ServiceUnavailableError,
@@ -85,7 +87,9 @@ def test_sync_client_grades_fetches_lists_batches_and_replays(live: tuple[str, s
         done = client.wait(job, timeout=120)
         assert done.state == "succeeded" and [g.grade_id for g in client.results(done)] == done.grade_ids
         pairs = [_pair(), _pair()]
-        batch = client.wait(client.batch(pairs), timeout=120)
+        queued = client.batch(pairs)
+        batch = client.wait(queued, timeout=120)
+        assert queued.total == batch.total == batch.progress["total"] == len(pairs)  # not 0 once waited on
         grades = client.results(batch)
         assert [g.submission_id for g in grades] == [s.submission_id for _, s in pairs]
         assert {g.grade_id for g in client.iter_grades(job_id=batch.job_id, limit=1)} == set(batch.grade_ids)
@@ -204,3 +208,16 @@ def test_retries_wait_out_retry_after_with_one_idempotency_key(flaky: str) -> No
             return await client.grade(*_pair())
 
     assert isinstance(asyncio.run(run()), Grade) and len(_Flaky.seen) == 2
+
+
+def test_results_of_a_job_missing_a_grade_fail_without_fetching() -> None:
+    # GET /v1/jobs/{id} gives the item count only under progress; the job must still know it has 2 items.
+    shown = {"job_id": "j1", "kind": "batch", "state": "partial", "attempts": 1, "error": None,
+             "progress": {"total": 2, "done": 1, "failed": 1, "pending": 0},
+             "results": [{"index": 0, "state": "done", "grade_id": "g0"},
+                         {"index": 1, "state": "failed", "grade_id": None, "error_code": "judge_error"}]}
+    job = Job.model_validate(shown)
+    assert job.total == 2
+    with ExpJudgeClient("http://127.0.0.1:9", api_key="unused") as client, pytest.raises(JobFailedError) as failed:
+        client.results(job)
+    assert "item 1: judge_error" in str(failed.value)

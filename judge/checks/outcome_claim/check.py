@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from judge.checks.base import Check, CheckArgs
+from judge.checks.outcome_claim.claim_clauses import ClauseUnit, clause_units
 from judge.checks.outcome_claim.conclusion_grounding import RunRecord, read_run_record
 from judge.checks.outcome_claim.number_grounding import ground_sentence, needs_measured_result, without_unmet_settings
 from judge.checks.outcome_claim.payload import LogGrounding, OutcomeFacts, SentenceMeta, UngroundedReading
@@ -77,13 +78,14 @@ class OutcomeClaimSupported(Check):
     quote_required = True
 
     def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView) -> list[str]:
-        sentences = view.conclusion_sentences
-        return [leaf.target for leaf in leaves] + sentences if leaves and sentences else []
+        units = [unit.text for unit in clause_units(view.conclusion_sentences)]
+        return [leaf.target for leaf in leaves] + units if leaves and units else []
 
     def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
                        view: SubmissionView) -> list[LeafEvidence]:
         sentences = view.conclusion_sentences
-        sims = embedder.similarity([leaf.target for leaf in leaves], sentences)
+        units = clause_units(sentences)  # a sentence holding several claims is read clause by clause
+        sims = embedder.similarity([leaf.target for leaf in leaves], [unit.text for unit in units])
         conclusion = strip_injections(view.submission.conclusion or "")
         modalities = sentence_modalities(conclusion, sentences)
         admission = find_admission(conclusion)
@@ -91,15 +93,17 @@ class OutcomeClaimSupported(Check):
         result = []
         for row, leaf in enumerate(leaves):
             args: OutcomeClaimArgs = self.args(leaf)
-            snippets = [self._snippet(leaf, args, sentences[col], col, sim, best_other, modalities[col], record)
-                        for col, sim, best_other in (ranked(sims, row, args.top_k) if sentences else [])]
+            snippets = [self._snippet(leaf, args, units[col], sim, best_other, modalities[units[col].sentence],
+                                      record)
+                        for col, sim, best_other in (ranked(sims, row, args.top_k) if units else [])]
             result.append(LeafEvidence(leaf=leaf, snippets=snippets,
                                        facts=self._facts(leaf, args, snippets, admission, record)))
         return result
 
     @staticmethod
-    def _snippet(leaf: Leaf, args: OutcomeClaimArgs, sentence: str, col: int, sim: float, best_other: float,
+    def _snippet(leaf: Leaf, args: OutcomeClaimArgs, unit: ClauseUnit, sim: float, best_other: float,
                  modality: SentenceModality, record: RunRecord) -> AlignedSnippet:
+        sentence = unit.text
         numeric = without_unmet_settings(
             compare_numbers(leaf.target, sentence, rel_tol=args.rel_tol, abs_tol=args.abs_tol), leaf.target)
         mode = relative_mode(modality, leaf.target)
@@ -111,7 +115,7 @@ class OutcomeClaimSupported(Check):
             grounding = [LogGrounding(status=g.status, detail=g.detail, required=True) for g in needed]
             grounding += [LogGrounding(status=g.status, detail=g.detail, required=False) for g in contradicted]
         return AlignedSnippet(
-            source="conclusion", text=sentence, location=f"sentence {col + 1}", similarity=sim,
+            source="conclusion", text=sentence, location=unit.location, similarity=sim,
             meta=SentenceMeta(best_other=best_other, numeric_status=numeric.status,
                               numeric_details=list(numeric.details),
                               contradiction_cues=contradiction_cues(leaf.target, sentence),

@@ -100,7 +100,9 @@ async def test_too_few_labels_say_not_calibrated_with_the_figures(store: Store, 
     fewest = min(per_class, key=lambda label: (per_class[label], label))
     assert reason == (f"labels too few ({n}): {DEFAULT.min_labels_per_class} per class needed, "
                       f"{fewest} has {per_class[fewest]}")
-    assert status.macro_f1 is not None and status.macro_f1_ci is not None  # the figures stay, with their CI
+    # The figures stay; over fewer tasks (5 labels each) than an interval needs there is none, not a zero-width one.
+    assert status.macro_f1 is not None and (status.macro_f1_ci is None) == (
+        n // 5 < Settings().calibration_min_interval_units)
     line = status.summary()
     assert line.startswith(f"not calibrated: {reason}") and f"{n} units" in line
 
@@ -141,8 +143,10 @@ async def test_an_interval_from_one_task_is_not_calibrated(store: Store) -> None
     service, _ = _service(store, tenant)
     n = 2 * DEFAULT.min_labels_per_class + 10
     status = await _label_and_calibrate(store, service, n, tenant, per_task=n)  # every label on one task
-    assert not status.calibrated and status.reason == f"interval from one group only ({n} units of one task)"
-    assert status.macro_f1_ci is not None and status.macro_f1_ci[0] == status.macro_f1_ci[1]
+    # One task is one independent unit: no interval is given (not a zero-width one), and the grade says why.
+    assert not status.calibrated and status.reason == (
+        f"too few submissions for an interval (1 independent group, 10 needed); {n} labelled units")
+    assert status.macro_f1_ci is None and status.kappa_ci is None
 
 
 async def test_enough_labels_of_one_class_only_are_not_calibrated(store: Store) -> None:
