@@ -30,7 +30,7 @@ from pydantic import field_validator
 from judge.checks.base import Check, CheckArgs
 from judge.checks.learned import LearnedModel, learned_decision, validate_model_fits
 from judge.checks.requirement.acts import SubmissionActs
-from judge.checks.requirement.decoys import decoy_scales, decoy_text
+from judge.checks.requirement.decoys import decoy_scales, decoy_text, submission_line_hashes
 from judge.checks.requirement.features import (
     CODER_FEATURES,
     REFERENCE_FEATURES,
@@ -63,6 +63,7 @@ from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist
 from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text
 
 _MEMO = "requirement_shortlist"
+_HASHES_MEMO = "requirement_line_hashes"
 # Retrieval that reads what code says, not where it sits: no path terms in any document.
 _RETRIEVAL = RetrievalConfig(path_repeats=0, unit_path_terms=False)
 # How sure a verdict lowered by a stated value bound to another number is (the binding is read, not learned).
@@ -209,7 +210,10 @@ class RequirementInDiff(Check):
         by_id = {unit.id: n for n, unit in enumerate(units)}
         touched = view.diff.touched_paths()
         matches = self._reference_matches(embedder, leaves, task, acts, acting)
-        scales = decoy_scales(query_vectors, units)
+        hashes = view.memo.get(_HASHES_MEMO)
+        if hashes is None:
+            hashes = view.memo[_HASHES_MEMO] = submission_line_hashes(units)
+        scales = decoy_scales(query_vectors, hashes)
         reads = read_lines(view)
         result = []
         for row, leaf in enumerate(leaves):

@@ -4,8 +4,9 @@ A cosine of 0.45 between a requirement and a code unit means a near-certain matc
 ("Step 3: train the model ... (file:lines)") and next to nothing for a one-sentence PaperBench leaf about one
 formula, whose cosine with any code is low. One global threshold cannot serve both. So every requirement is
 also compared with a bank of decoys: code units of real research repositories that implement none of the
-requirements a user grades (`decoy_bank.npz`, built by bench/build_decoy_bank.py from the training half of
-the EXP-Bench papers' own code: embeddings and line hashes only, no code). The features say where the best
+requirements a user grades (`decoy_bank.npz`, built by bench/build_decoy_bank.py from the training halves
+of the EXP-Bench papers' own code and of the PaperBench papers' official code: embeddings and line hashes
+only, no code). The features say where the best
 candidate stands in the requirement's own decoy distribution (`txt_decoy_z`: standard scores above the
 decoys' mean; `txt_decoy_margin`: cosine above the decoys' high tail), which is what a rubric of another
 style keeps on scale.
@@ -65,8 +66,8 @@ class DecoyBank:
         """Indices of the rows the submission does not hold (`OWN_SHARE` of their lines)."""
         if not submission_hashes:
             return np.arange(len(self.vectors))
-        held = np.fromiter((int(h) in submission_hashes for h in self.hashes), dtype=np.int64, count=len(self.hashes))
-        running = np.concatenate([[0], np.cumsum(held)])
+        held = np.isin(self.hashes, np.fromiter(submission_hashes, dtype=np.int64, count=len(submission_hashes)))
+        running = np.concatenate([[0], np.cumsum(held, dtype=np.int64)])
         counts = running[self.offsets[1:]] - running[self.offsets[:-1]]
         sizes = np.diff(self.offsets)
         own = (sizes > 0) & (counts >= OWN_SHARE * sizes)
@@ -106,19 +107,26 @@ def decoy_bank() -> DecoyBank:
         return _bank
 
 
-def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit],
+def submission_line_hashes(units: Sequence[CodeUnit]) -> set[int]:
+    """`unit_line_hashes` of every unit of a submission."""
+    own: set[int] = set()
+    for unit in units:
+        own.update(unit_line_hashes(unit))
+    return own
+
+
+def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int],
                  bank: DecoyBank | None = None) -> list[DecoyScale]:
     """Each requirement's decoy scale, the submission's own code left out of the bank.
 
     Args:
         query_vectors: The requirements' embeddings (rows, unit-normalised like the bank's).
-        units: The submission's code units (their lines decide which bank rows are its own).
+        units: The submission's code units (their lines decide which bank rows are its own), or their
+            `submission_line_hashes`.
         bank: The bank (default: the packaged one).
     """
     bank = bank or decoy_bank()
-    own: set[int] = set()
-    for unit in units:
-        own.update(unit_line_hashes(unit))
+    own = units if isinstance(units, set) else submission_line_hashes(units)
     rows = bank.rows_not_in(own)
     if len(rows) < 20 or not len(query_vectors):
         return [DecoyScale(0.0, 1.0, 1.0) for _ in range(len(query_vectors))]
