@@ -80,7 +80,10 @@ def value_changes(case: GoldCase, limit: int = VALUE_CHANGES_PER_TASK) -> list[t
     for index in sorted(case.cited):
         if len(out) >= limit or index >= len(requirements):
             break
-        values = [v for v in stated_values(requirements[index]) if not v.stem]
+        # A whole 0 or 1 ("reward == 1") is a switch or an index, not a setting: changing every 1 of the cited
+        # lines would change the code, not a stated value.
+        values = [v for v in stated_values(requirements[index])
+                  if not v.stem and not (all(x in (0.0, 1.0) for x in v.values) and "." not in v.text)]
         spans = case.cited[index]
         blocks = {b.path: list(b.lines) for b in case.blocks}
         changed: list[str] = []

@@ -250,7 +250,7 @@ class RequirementInDiff(Check):
             prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen][:1]
             snippets = [self._snippet(units[n], n in acting_set, float(sims[row, column[n]]) if n in column else 0.0)
                         for n in [*chosen, *prose]]
-            values = value_checks(leaf.target, [units[n] for n in chosen[:1]], reads,
+            values = value_checks(leaf.target, [units[n] for n in chosen[: 2 if match is not None else 1]], reads,
                                   match.spans if match is not None else [])
             evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts=RequirementFacts(
                 named_files_touched=[p for p in named if any(path_matches(p, t) for t in touched)],

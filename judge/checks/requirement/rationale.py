@@ -93,8 +93,9 @@ def values_verdict(index: int, values: list[StatedValueCheck], *, has_partial: b
     """
     differing = [v for v in values if v.status == "differs"]
     held = [v for v in values if v.status == "held"]
-    # A name with a number (top-1, ResNet-50) is often not written in code at all: only a number counts unseen.
-    unseen = [v for v in values if v.status == "unseen" and not v.identifier]
+    # A name with a number (top-1, ResNet-50) is often not written in code at all, and a whole 0 or 1 is in
+    # any code: only another number counts unseen.
+    unseen = [v for v in values if v.status == "unseen" and not v.identifier and v.stated not in {"0", "1"}]
     note = ""
     flags: list[str] = []
     if differing and index < 2:

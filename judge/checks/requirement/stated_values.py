@@ -336,6 +336,11 @@ def value_checks(requirement: str, units: Sequence[CodeUnit], reads: Sequence[tu
             (`name = 4096`, `name=1e-4`, `name: 96`, `"--name", 96`) are stated values too.
     """
     stated = stated_values(requirement)
+    if spans:
+        # With a reference, a value its spans never write (in any notation) is not one the code can be held to:
+        # the requirement's text may round it, count it or name it otherwise ("23-dimensional").
+        written = {abs(n) for span in spans for _, n in _numbers(span.text)}
+        stated = [v for v in stated if v.stem or any(same_number(abs(x), w) for x in v.values for w in written)]
     stated += [v for v in reference_values(spans, requirement)
                if not any(same_number(v.values[0], s.values[0]) for s in stated)]
     if not stated or not units:
