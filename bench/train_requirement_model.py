@@ -164,6 +164,18 @@ def print_cv_by_kind(console: Console, rows: list[Row], predicted: list[str]) ->
         f"{key} {sum(found) / len(found):.3f} (n={len(found)})" for key, found in sorted(groups.items())))
 
 
+def distinct_rows(rows: list[Row]) -> list[Row]:
+    """`rows` without repeats: the same task, label and feature values (rounded to 1e-6) kept once."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[Row] = []
+    for row in rows:
+        key = (row[2], row[1], tuple(round(value, 6) for _, value in sorted(row[0].items())))
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
+
+
 def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], target: Path = TARGET) -> None:
     """expbench-v2: expbench-v1 with both models in the requirement check's arguments, written to `target`."""
     source = SOURCE.read_text(encoding="utf-8")
@@ -237,6 +249,13 @@ def main() -> None:
         if args.features:
             args.features.parent.mkdir(parents=True, exist_ok=True)
             args.features.write_text(json.dumps(rows), encoding="utf-8")
+    # With features that hold no location, own code and its moved copy (and another paper's code at its own
+    # paths and at the cited ones) are the same row: count each distinct row of a task once, so the variants
+    # that exist to show location buys nothing do not re-weight own code against its drops.
+    for mode in rows:
+        before = len(rows[mode])
+        rows[mode] = distinct_rows(rows[mode])
+        console.print(f"{mode}: {before} rows, {len(rows[mode])} distinct within their task")
     models = {}
     # With a reference, the reference features tell another paper's code apart leaf by leaf: the task-level
     # feature (every leaf's best code against unrelated code) would only blur which leaf lost its code.

@@ -279,7 +279,8 @@ class RequirementInDiff(Check):
             if reference is None:
                 out.append(None)
                 continue
-            found = match_reference(reference, candidates, profile.frequencies)
+            found = match_reference(reference, candidates, profile.frequencies,
+                                    profile.file_behaviour(reference.spans[0].file) if reference.spans else None)
             out.append(_LeafMatch(found.ranked, found.features, reference.spans))
             if found.ranked:
                 pending.append((row, found.ranked[0][0]))

@@ -29,7 +29,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.requirement.decoys import DecoyScale
@@ -64,7 +64,7 @@ REFERENCE_FEATURES = (
     "ref_region_ctx_lines", "ref_sub_core_lines", "ref_sub_core_calls", "ref_sub_ctx_lines", "ref_core_empty",
     "ref_core_size", "ref_embedding", "ref_text_similarity", "ref_cited",
     "ref_core_cover", "ref_sub_core_cover", "ref_distinct_size", "ref_distinct_best", "ref_distinct_region",
-    "ref_distinct_sub", "ref_ctx_rest_lines", "ref_ctx_without_core",
+    "ref_distinct_sub", "ref_ctx_rest_lines", "ref_ctx_without_core", "ref_file_context",
 )
 # No feature says where the code sits: a path the requirement names may locate evidence, never decide it.
 TEXT_FEATURES = (
@@ -105,6 +105,8 @@ class ReferenceProfile:
         self.frequencies = Frequencies.of(analysed.behaviour(n) for n in range(len(index.units))
                                           if analysed.acts(n))
         self.whole = merged(analysed.behaviour(n) for n in range(len(index.units)))
+        self._analysed = analysed
+        self._files: dict[str, Behaviour] = {}
         self._memo: dict[str, RequirementReference] = {}
         self._lock = threading.Lock()
 
@@ -114,6 +116,16 @@ class ReferenceProfile:
             text = "\n".join(_notebook_source(line) for line in text.split("\n"))
         return behaviour_of(text, "python" if language in {"python", "notebook"} else language,
                             Scope(self._imports.get(path, {}), bound=self._bound))
+
+    def file_behaviour(self, path: str) -> Behaviour:
+        """What the acting code of one reference file does, merged (the neighbourhood of a span)."""
+        with self._lock:
+            found = self._files.get(path)
+            if found is None:
+                found = self._files[path] = merged(
+                    self._analysed.behaviour(n) for n, unit in enumerate(self.index.units)
+                    if unit.file_path == path and self._analysed.acts(n))
+            return found
 
     def requirements(self, targets: Sequence[str]) -> list[RequirementReference | None]:
         """Each requirement's reference (None when the reference has no span for it)."""
@@ -203,6 +215,15 @@ class Candidates:
     acting: list[int]
     everything: Behaviour
     index: BehaviourIndex
+    files: dict[str, Behaviour] = field(default_factory=dict)
+
+    def file_behaviour(self, path: str) -> Behaviour:
+        """What the acting units of one submission file do, merged (a candidate's neighbourhood)."""
+        found = self.files.get(path)
+        if found is None:
+            found = self.files[path] = merged(self.acts.behaviour(n) for n in self.acting
+                                              if self.acts.units[n].file_path == path)
+        return found
 
     @classmethod
     def of(cls, acts: SubmissionActs, acting: Sequence[int]) -> Candidates:
@@ -232,13 +253,18 @@ class ReferenceMatch:
     features: dict[str, float]
 
 
-def match_reference(reference: RequirementReference, candidates: Candidates, weights: Frequencies) -> ReferenceMatch:
+def match_reference(reference: RequirementReference, candidates: Candidates, weights: Frequencies,
+                    neighbourhood: Behaviour | None = None) -> ReferenceMatch:
     """Rank the acting units by match score (`MATCH_WEIGHTS`) and describe the best one, the best few, the submission.
 
     Args:
         reference: The requirement's reference.
         candidates: The submission's acting units.
         weights: Item weights of the task's reference.
+        neighbourhood: What the reference file holding the span does (`ReferenceProfile.file_behaviour`): the
+            share of it the best unit's own file does is `ref_file_context`, the code around a match read by
+            what it does (a requirement's lines lost from their file leave the best match among strangers,
+            wherever either file sits).
     """
     scored = candidates.ranked(reference, weights)
     features = dict.fromkeys(REFERENCE_FEATURES, 0.0)
@@ -267,6 +293,9 @@ def match_reference(reference: RequirementReference, candidates: Candidates, wei
     features["ref_sub_core_calls"] = whole["core_calls"]
     features["ref_sub_ctx_lines"] = whole["ctx_lines"]
     features.update(_core_features(reference, best, region, candidates.everything, weights))
+    if neighbourhood is not None:
+        around = candidates.file_behaviour(candidates.acts.units[scored[0][0]].file_path)
+        features["ref_file_context"] = pooled_containment(neighbourhood, around, weights)
     return ReferenceMatch(scored, features)
 
 
