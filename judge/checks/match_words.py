@@ -21,6 +21,7 @@ from judge.submission.distinguishing import evidence_terms, name_terms, requirem
 from judge.submission.view import requirement_text
 
 _SHOWN = 3
+_ITEM = 24  # characters of a call or value shown (a long string literal is cut)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{3,}")
 
 
@@ -36,8 +37,10 @@ def _language(path: str) -> str:
 
 
 def _names(bag: Counter[str]) -> list[str]:
-    """Call or value items as a reader writes them: `.softmax` -> softmax, each once, in first-seen order."""
-    return list(dict.fromkeys(item.lstrip(".") for item in bag if item.strip(".")))
+    """Call or value items as code a reader can tell from the prose: `.softmax` -> `softmax`, each once, in
+    first-seen order."""
+    names = (item.lstrip(".") for item in bag if item.strip("."))
+    return list(dict.fromkeys(f"`{name if len(name) <= _ITEM else name[:_ITEM - 1] + '…'}`" for name in names))
 
 
 def _best_code(evidence: LeafEvidence) -> AlignedSnippet | None:
@@ -58,10 +61,11 @@ def _against_reference(evidence: LeafEvidence, code: AlignedSnippet) -> str:
         names, own = _names(theirs), set(_names(mine))
         found = [n for n in names if n in own]
         missing = [n for n in names if n not in own]
+        shown = _SHOWN if what == "calls" else _SHOWN - 1
         if found:
-            shared.append(f"the {what} {listed(found)}")
+            shared.append(f"the {what} {listed(found, shown)}")
         if missing:
-            lacking.append(f"the {what} {listed(missing)}")
+            lacking.append(f"the {what} {listed(missing, shown)}")
     where = f"the reference span {span.file}:{span.start_line}-{span.end_line}"
     if shared:
         parts.append(f"shares {' and '.join(shared)} with {where}")
