@@ -43,10 +43,7 @@ def fold(text: str, width: int) -> str:
     for paragraph in text.split("\n"):
         line = ""
         for word in paragraph.split():
-            if not line:
-                candidate = word
-            else:
-                candidate = f"{line} {word}"
+            candidate = f"{line} {word}" if line else word
             if len(candidate) <= width:
                 line = candidate
                 continue
