@@ -7,7 +7,6 @@ import json
 import re
 import subprocess
 
-from judge.cli.display import fold
 from judge.devtools.local_services import expjudge_command, offline_env
 from tests.conftest import REPO_ROOT
 
@@ -30,6 +29,8 @@ def _cells(table: str, column: int) -> list[list[str]]:
 
 
 def test_fold_breaks_a_path_only_after_a_slash() -> None:
+    from judge.cli.display import fold
+
     text = "closest acting code src/models/transformer/attention.py:10-42 (function forward) passes"
     lines = fold(text, 20).splitlines()
     assert all(len(line) <= 20 for line in lines)
