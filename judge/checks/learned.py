@@ -37,10 +37,13 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judge.checks.base import CheckArgs
+from judge.checks.feature_words import FeatureWords, label_words, words_for
+from judge.checks.match_words import match_words
 from judge.models.evidence import LeafEvidence
 
 FloatArray = npt.NDArray[np.float64]
-_TOP_REASONS = 3
+_TOP_REASONS = 2
+_TOP_AGAINST = 1
 
 
 class SigmoidMap(BaseModel):
@@ -198,21 +201,49 @@ def is_learnable(check: object) -> bool:
     return isinstance(check, LearnableCheck) and args is not None and "model" in args.model_fields
 
 
-def _reason(model: LearnedModel, x: FloatArray, chosen: int, proba: FloatArray) -> str:
-    shown = ", ".join(f"P({c})={p:.2f}" for c, p in zip(model.classes, proba, strict=True))
+def _bar(model: LearnedModel, chosen: int, proba: FloatArray) -> float:
+    """The probability the chosen class needed to be said: with two classes, where the weighted choice flips
+    (p[c] * w[c] = p[o] * w[o] with p[o] = 1 - p[c]); with more, what beats the best other weighted class."""
+    weights = np.asarray(model.decision_weights)
+    if len(model.classes) == 2:
+        other = 1 - chosen
+        return float(weights[other] / (weights[chosen] + weights[other]))
+    others = [proba[i] * weights[i] for i in range(len(model.classes)) if i != chosen]
+    return float(max(others) / weights[chosen])
+
+
+def _reason(check: LearnableCheck, evidence: LeafEvidence, model: LearnedModel, x: FloatArray, chosen: int,
+            proba: FloatArray) -> str:
+    """The decision in words: the label's estimated probability and its margin over the bar, the features
+    that weighed most for and against it (as phrases with readable values), and what matched."""
+    own: dict[str, FeatureWords] | None = getattr(check, "feature_words", None)
+    probability, bar = round(float(proba[chosen]), 2), round(_bar(model, chosen, proba), 2)
+    what = label_words(check.name, model.classes[chosen])
+    text = (f"the learned model estimates {probability:.2f} probability that it is {what}, "
+            f"{abs(probability - bar):.2f} {'above' if probability >= bar else 'below'} the {bar:.2f} bar")
     binary = len(model.classes) == 2
     sign = (1.0 if chosen == 1 else -1.0) if binary else 1.0
     parts = sign * model.contributions(x, 0 if binary else chosen)
-    order = np.argsort(-parts, kind="stable")[:_TOP_REASONS]
-    drivers = ", ".join(f"{model.feature_names[i]}={x[0, i]:g}" for i in order if parts[i] > 0)
-    return (f"learned model ({len(model.feature_names)} features, trained on "
-            f"{model.trained_on.get('items', '?')} labelled items): {shown}"
-            + (f"; pushed towards {model.classes[chosen]} most by {drivers}" if drivers else ""))
+    order = np.argsort(-parts, kind="stable")
+    favour = [words_for(model.feature_names[i], own).describe(float(x[0, i]))
+              for i in order[:_TOP_REASONS] if parts[i] > 0]
+    against = [words_for(model.feature_names[i], own).describe(float(x[0, i]))
+               for i in order[::-1][:_TOP_AGAINST] if parts[i] < 0]
+    if favour:
+        text += "; for it: " + ", ".join(favour)
+    if against:
+        text += "; against: " + ", ".join(against)
+    matched = match_words(check.name, evidence)
+    return f"{text}. The code {matched}" if matched else text
 
 
 def learned_decision(check: LearnableCheck, evidence: LeafEvidence,
                      model: LearnedModel | None) -> LearnedDecision | None:
-    """The stored model's decision on one leaf, or None when the rubric has no model (use the rules)."""
+    """The stored model's decision on one leaf, or None when the rubric has no model (use the rules).
+
+    Its `reason` is in words (`judge.checks.feature_words`): no feature name and no raw feature value reaches
+    it; the feature vector stays in the leaf's evidence facts.
+    """
     if model is None:
         return None
     x = model.matrix([check.feature_vector(evidence)])
@@ -220,4 +251,4 @@ def learned_decision(check: LearnableCheck, evidence: LeafEvidence,
     chosen = int(model.choose(proba)[0])
     return LearnedDecision(label=model.classes[chosen], probability=round(float(proba[0, chosen]), 4),
                            probabilities={c: float(p) for c, p in zip(model.classes, proba[0], strict=True)},
-                           reason=_reason(model, x, chosen, proba[0]))
+                           reason=_reason(check, evidence, model, x, chosen, proba[0]))

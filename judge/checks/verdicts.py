@@ -23,6 +23,12 @@ def margin_confidence(value: float, threshold: float) -> float:
     return round(0.5 + min(0.5, abs(value - threshold) / 0.2 * 0.5), 4)
 
 
+def versus_bar(value: float, bar: float) -> str:
+    """The margin of a deciding figure in words: "0.12 above the 0.55 bar" (two decimals, as shown)."""
+    value, bar = round(value, 2), round(bar, 2)
+    return f"{abs(value - bar):.2f} {'above' if value >= bar else 'below'} the {bar:.2f} bar"
+
+
 class RankedMeta(SnippetMeta):
     """A snippet ranked for a leaf against its sibling leaves (`ranked`).
 
@@ -94,7 +100,7 @@ def no_match(what: str, snippets: list[AlignedSnippet], best: AlignedSnippet | N
     if best is None:
         return (f"the closest {what} (similarity {top.similarity:.2f}) matches another ground-truth item "
                 f"better (by more than the explain-away margin)")
-    return f"no {what} matches (best similarity {best.similarity:.2f} < {threshold})"
+    return f"no {what} matches (best similarity {best.similarity:.2f}, {versus_bar(best.similarity, threshold)})"
 
 
 def embedded_result(leaf: Leaf, verdict: Verdict, *, score: float | None = None, rationale: str = "",

@@ -21,5 +21,51 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def shown(value: object) -> str:
     """`value` as rich markup that prints literally: markup escaped, control characters made visible."""
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
-    return escape(text)
+    return escape(_visible(str(value)))
+
+
+def _visible(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _parts(word: str, width: int) -> list[str]:
+    """A word too long for a line in pieces that end at a "/" (a path folds between its folders); a piece
+    still too long is cut at `width` (the only way it fits)."""
+    pieces = [p for p in re.split(r"(?<=/)", word) if p]
+    return [piece[i:i + width] for piece in pieces for i in range(0, len(piece), width)]
+
+
+def fold(text: str, width: int) -> str:
+    """`text` in lines of at most `width` characters, broken at spaces and, inside a longer word such as a
+    path, only after a "/": a reader never sees "src/mod" + "els/train.py" split mid-name."""
+    width = max(1, width)
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split():
+            candidate = f"{line} {word}" if line else word
+            if len(candidate) <= width:
+                line = candidate
+                continue
+            if line:
+                lines.append(line)
+                line = ""
+            for piece in _parts(word, width) if len(word) > width else [word]:
+                if len(line) + len(piece) > width and line:
+                    lines.append(line)
+                    line = ""
+                line += piece
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def shown_folded(value: object, width: int) -> str:
+    """`value` as `shown` prints it, folded to `width` columns by `fold` (markup escaped after folding, so
+    an escape never splits and widths count what the reader sees)."""
+    return escape(fold(_visible(str(value)), width))
+
+
+def thresholds_words(thresholds: dict[str, float]) -> str:
+    """EXP-Bench's stage thresholds in words: "design correct at >= 70, implementation correct at >= 70, ..."."""
+    return ", ".join(f"{name.removesuffix('_at').replace('_', ' ')} at >= {value:g}"
+                     for name, value in thresholds.items())

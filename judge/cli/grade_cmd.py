@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from judge.cli.app import JUDGE_HELP, app
-from judge.cli.display import shown
+from judge.cli.display import shown, shown_folded, thresholds_words
 from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
 from judge.errors import MalformedDiffError
 from judge.grading.grader import upstream_down
@@ -20,6 +21,17 @@ from judge.models import Grade, Rubric, Submission, Task
 from judge.settings import DEFAULT_RUBRIC
 
 _VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored": "magenta"}
+
+
+def _leaf_column_widths(grade: Grade, console_width: int) -> dict[str, int]:
+    """Widths of the leaf table's columns within `console_width`: the leaf ids whole, the verdict and the
+    confidence at their size, target and why sharing the rest (2:3), so their text can be folded up front."""
+    columns = 5
+    room = max(40, console_width - 3 * columns - 1)  # a cell's padding (2) and its border (1), one more border
+    leaf = min(24, max([4, *(len(r.leaf_id) for r in grade.leaves)]))
+    rest = max(20, room - leaf - len("unscored") - 4)
+    target = max(8, rest * 2 // 5)
+    return {"leaf": leaf, "verdict": len("unscored"), "conf": 4, "target": target, "why": rest - target}
 
 
 def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) -> None:
@@ -55,24 +67,24 @@ def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) ->
 
     console.print(
         f"EXP-Bench: D={fmt(m.D)} I={fmt(m.I)} E={fmt(m.E)} C={fmt(m.C)} All✓={fmt(m.all_correct)} "
-        f"All·E✓={fmt(m.all_correct_executed)}  thresholds {m.thresholds}"
+        f"All·E✓={fmt(m.all_correct_executed)}  ({shown(thresholds_words(m.thresholds))})"
     )
     leaves = Table(title="Leaves", show_lines=False)
+    widths = _leaf_column_widths(grade, console.width)
     for column in ("leaf", "verdict", "conf", "target", "why"):
-        figure = column == "conf"
-        leaves.add_column(column, overflow="fold", min_width=4 if figure else None, no_wrap=figure)
+        leaves.add_column(column, overflow="fold", width=widths[column], no_wrap=column in ("leaf", "conf"))
     for r in grade.leaves:
-        # The whole text, folded: cutting at a character count cut figures mid-number ("scores 0" for 0.40).
-        why = shown(r.reason or r.rationale)
+        # The whole text, folded at spaces and after a path's "/" (never mid-word, never cut at a count).
+        why = r.reason or r.rationale
         if r.flags:
-            why = f"\\[{shown(', '.join(r.flags))}] {why}"
+            why = f"[{', '.join(r.flags)}] {why}"
         style = _VERDICT_STYLE[r.verdict]
         leaves.add_row(
             shown(r.leaf_id),
             f"[{style}]{r.verdict}[/{style}]",
             "-" if r.confidence is None else f"{r.confidence:.2f}",
-            shown(r.target),
-            why,
+            shown_folded(r.target, widths["target"]),
+            shown_folded(why, widths["why"]),
         )
     console.print(leaves)
     if grade.error_labels:
@@ -199,7 +211,7 @@ def grade_command(
             Console(stderr=True).print("grade cache hit: verdicts of an earlier identical grade, nothing judged")
     else:
         console = Console()
-        if not console.is_terminal:
+        if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
             console = Console(width=160)  # piped output: do not squeeze the leaf table to 80 columns
         render_grade(result, console, from_cache=served.from_cache)
     if upstream_down(result):  # the grade is printed (its reasons say why), but nothing was judged

@@ -39,7 +39,9 @@ from judge.checks.claim_vs_diff.evidence import (
     build_claim_evidence,
     signal_names,
 )
+from judge.checks.claim_vs_diff.feature_words import CLAIM_FEATURE_WORDS
 from judge.checks.claim_vs_diff.payload import ClaimFacts
+from judge.checks.feature_words import FeatureWords
 from judge.checks.learned import LearnedArgs, LearnedModel, learned_decision, validate_model_fits
 from judge.checks.verdicts import embedded_result, margin_confidence, quote
 from judge.embeddings.encoder import Embedder
@@ -187,6 +189,7 @@ class ClaimVsDiff(Check):
     answer_labels = CLAIM_LABELS
     llm_answers = CLAIM_ANSWERS
     feature_names: ClassVar[tuple[str, ...]] = CLAIM_FEATURE_NAMES
+    feature_words: ClassVar[dict[str, FeatureWords]] = CLAIM_FEATURE_WORDS
 
     def feature_vector(self, evidence: LeafEvidence) -> dict[str, float]:
         """The learned decision's features (`claim_feature_vector`)."""

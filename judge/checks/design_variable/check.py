@@ -6,11 +6,26 @@ from typing import ClassVar
 
 from judge.checks.base import Check, CheckArgs
 from judge.checks.design_variable.payload import DesignFacts, DesignItemMeta
-from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, no_match, quote, ranked
+from judge.checks.match_words import listed
+from judge.checks.verdicts import (
+    eligible,
+    embedded_result,
+    level,
+    margin_confidence,
+    no_match,
+    quote,
+    ranked,
+    versus_bar,
+)
 from judge.embeddings.encoder import Embedder
 from judge.models import Leaf, LeafResult, Task
 from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.submission.view import SubmissionView, value_stated
+
+
+def _quoted(value: str, limit: int = 40) -> str:
+    """A ground-truth value as quoted text, cut to `limit` characters (the leaf's target holds it whole)."""
+    return f'"{value if len(value) <= limit else value[:limit - 1] + "…"}"'
 
 
 class DesignVariableArgs(CheckArgs):
@@ -88,11 +103,17 @@ class DesignVariableMatch(Check):
         if value_sims and covered / len(value_sims) < 0.5:
             flags.append("values_incomplete")
         verdict, score = level(leaf, 1 if flags else 0)
-        parts = [f"matched design item (similarity {best.similarity:.2f} >= {threshold})"]
+        parts = [f"{best.location or 'a design item'} matches (similarity {best.similarity:.2f}, "
+                 f"{versus_bar(best.similarity, threshold)})"]
         if "misclassified_role" in flags:
             parts.append(f"stated as {stated}, ground truth says {expected}")
         if value_sims:
-            parts.append(f"{covered}/{len(value_sims)} ground-truth values covered")
+            values = [_quoted(str(v)) for v in leaf.target_meta.get("values") or []]
+            found = [v for v, s in zip(values, value_sims, strict=False) if s >= args.values_threshold]
+            missing = [v for v, s in zip(values, value_sims, strict=False) if s < args.values_threshold]
+            parts.append(f"{covered}/{len(value_sims)} ground-truth values found"
+                         + (f" ({listed(found)})" if found else "") + (f"; not found: {listed(missing)}" if missing
+                                                                       else ""))
         return embedded_result(leaf, verdict, score=score, rationale="; ".join(parts), flags=flags,
                                evidence=[quote(best, context)],
                                confidence=margin_confidence(best.similarity, threshold),

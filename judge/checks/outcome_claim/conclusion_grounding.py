@@ -106,8 +106,8 @@ class LogMetric:
         return self.tokens - _GENERIC
 
     def describe(self) -> str:
-        """E.g. "val_acc = 0.91 (log line 12)"."""
-        return f"{self.name or 'a number'} = {self.value.raw} (log line {self.line})"
+        """E.g. "val_acc = `0.91` (log line 12)" (the logged number verbatim, as code)."""
+        return f"{self.name or 'a number'} = `{self.value.raw}` (log line {self.line})"
 
 
 def value_mention(value: float) -> NumericMention:

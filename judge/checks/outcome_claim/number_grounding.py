@@ -146,7 +146,7 @@ def ground_number(stated: NumericMention, sentence: str, record: RunRecord, *, r
         return honours(stated, metric.value, rel_tol, abs_tol)
 
     if not record.metrics:
-        return NumberGrounding(stated, "not_found", None, f"{stated.raw}: the logs record no values")
+        return NumberGrounding(stated, "not_found", None, f"`{stated.raw}`: the logs record no values")
     numbers = [m for m in extract_numbers(sentence) if not m.is_year]
     before = max((m.span[1] for m in numbers if m.span[1] <= stated.span[0]), default=0)
     after = min((m.span[0] for m in numbers if m.span[0] >= stated.span[1]), default=len(sentence))
@@ -158,20 +158,20 @@ def ground_number(stated: NumericMention, sentence: str, record: RunRecord, *, r
             pool = [m for m in record.metrics if not m.counter]
         found = any(honours(stated, d, rel_tol, abs_tol) for d in _derived(pool))
         detail = "a change the logged values give" if found else "a change no two logged values give"
-        return NumberGrounding(stated, "grounded" if found else "not_found", None, f"{stated.raw}: {detail}")
+        return NumberGrounding(stated, "grounded" if found else "not_found", None, f"`{stated.raw}`: {detail}")
     for group in (local, wide):
         hit = next((m for m in reversed(group) if agrees(m)), None)
         if hit is not None:
-            return NumberGrounding(stated, "grounded", hit, f"{stated.raw}: logged as {hit.describe()}")
+            return NumberGrounding(stated, "grounded", hit, f"`{stated.raw}`: logged as {hit.describe()}")
     # "a JSD of 0.08, versus 0.05 for MD": md_jsd is named by the sentence and partly by the number's own words.
     results = [m for m in local if not m.counter] or [m for m in wide if not m.counter and m.key & window]
     if results:
         closest = min(results, key=lambda m: abs(m.value.value - stated.value))
-        return NumberGrounding(stated, "contradicted", closest, f"{stated.raw}: the log says {closest.describe()}")
+        return NumberGrounding(stated, "contradicted", closest, f"`{stated.raw}`: the log says {closest.describe()}")
     hit = next((m for m in reversed(record.metrics) if not m.counter and agrees(m)), None)
     if hit is not None:
-        return NumberGrounding(stated, "grounded", hit, f"{stated.raw}: logged as {hit.describe()}")
-    return NumberGrounding(stated, "not_found", None, f"{stated.raw}: not in the logs")
+        return NumberGrounding(stated, "grounded", hit, f"`{stated.raw}`: logged as {hit.describe()}")
+    return NumberGrounding(stated, "not_found", None, f"`{stated.raw}`: not in the logs")
 
 
 def ground_sentence(sentence: str, required: list[NumericMention], record: RunRecord, *, rel_tol: float,

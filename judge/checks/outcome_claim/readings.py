@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from judge.checks.outcome_claim.payload import OutcomeFacts, SentenceMeta
-from judge.checks.verdicts import eligible, margin_confidence, no_match
+from judge.checks.verdicts import eligible, margin_confidence, no_match, versus_bar
 from judge.models.evidence import AlignedSnippet, LeafEvidence
 
 Cap = Literal["pass", "partial", "fail"]
@@ -94,7 +94,10 @@ def similarity_reading(snippet: AlignedSnippet | None, snippets: list[AlignedSni
                        ("incorrect interpretation",), margin_confidence(sim, support))
     index = 0 if sim >= support and numeric != "answer_has_no_numbers" else 1
     note = "; the claim's numbers are not reported" if numeric == "answer_has_no_numbers" else ""
-    return Reading(index, snippet, f"{what} similarity {sim:.2f} (supported at >= {support}){note}", (),
+    bar = support if index == 0 or sim >= support else partial
+    rationale = f"{what} {'supports' if index == 0 else 'touches on'} the claim (similarity {sim:.2f}, " \
+                f"{versus_bar(sim, bar)}{' for support' if bar == support else ' for partial'}){note}"
+    return Reading(index, snippet, rationale, (),
                    ("missing content",) if index else (), margin_confidence(sim, support if index == 0 else partial))
 
 

@@ -141,7 +141,7 @@ def test_a_number_its_own_logs_contradict_fails_that_claim(grader: Grader, task:
     for leaf_id in ("outcome_claim.1", "outcome_claim.2"):
         assert leaves[leaf_id].verdict == "fail" and "contradicted_by_logs" in leaves[leaf_id].flags
         assert "incorrect numeric conclusion" in leaves[leaf_id].error_labels
-    assert "backbone_jsd = 0.31 (log line 2)" in leaves["outcome_claim.1"].rationale
+    assert "backbone_jsd = `0.31` (log line 2)" in leaves["outcome_claim.1"].rationale
     assert leaves["outcome_claim.0"].verdict == leaves["outcome_claim.3"].verdict == "pass"  # no numbers stated
     assert any("logs contradict" in w for w in grade.warnings)
 
