@@ -121,11 +121,21 @@ REQUIREMENT_FEATURE_WORDS: dict[str, FeatureWords] = {
     "txt_rank": FeatureWords("place of the code among the units retrieved for the requirement", "rank"),
     "txt_margin": FeatureWords("lead of the requirement over its sibling requirements in similarity to the code"),
     "txt_siblings": flag("the code names what a sibling requirement asks for"),
-    "txt_file_match": flag("the code is in a file the requirement names"),
     "txt_missing_names": count("names in the requirement the submission lacks"),
     "txt_executable_share": share("share of the unit's lines that are code, not comments"),
     "txt_size": log_count("lines in the code unit"),
     "txt_acting_share": share("share of the retrieved units that do something"),
+    "txt_decoy_z": FeatureWords("standard deviations the code stands above what unrelated code scores for the "
+                                "requirement"),
+    "txt_decoy_margin": FeatureWords("similarity above the best unrelated code's for the requirement"),
+    "txt_task_z": FeatureWords("how far above unrelated code the submission stands for all of the task's requirements"),
+    "txt_values_stated": log_count("values the requirement states"),
+    "txt_values_held": share("share of the stated values found"),
+    "txt_values_absent": share("share of the stated values not found"),
+    "txt_term_cover": share(f"share of the requirement's words the submission has that are in {_CODE}"),
+    "txt_term_cover_region": share(f"share of the requirement's words the submission has that are in {_REGION}"),
+    "txt_term_cover_sub": share(f"share of the requirement's words found {_ANYWHERE}"),
+    "ref_file_context": share("share of what the reference file does that the code's own file does"),
     "coder_logit": FeatureWords("the code reader's probability that the code implements it", "logit"),
 }
 

@@ -29,6 +29,7 @@ from pydantic import field_validator
 
 from judge.checks.base import Check, CheckArgs
 from judge.checks.learned import LearnedModel, learned_decision, validate_model_fits
+from judge.checks.match_words import requirement_match_words
 from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.requirement.decoys import decoy_scales, decoy_text, submission_line_hashes
 from judge.checks.requirement.features import (
@@ -45,9 +46,11 @@ from judge.checks.requirement.features import (
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
+    as_sentence,
     far_below,
     nothing_acts,
     nothing_matches,
+    pass_bar,
     requirement_rationale,
     values_verdict,
 )
@@ -140,16 +143,6 @@ class _Features:
 
     def feature_vector(self, evidence: LeafEvidence) -> dict[str, float]:
         return requirement_feature_vector(evidence)
-
-
-def pass_bar(model: LearnedModel) -> float:
-    """The probability of "pass" above which a two-class model with decision weights passes a leaf."""
-    if len(model.classes) != 2 or "pass" not in model.classes:
-        return 0.5
-    weights = model.decision_weights or [1.0, 1.0]
-    w_pass = weights[model.classes.index("pass")]
-    w_fail = weights[1 - model.classes.index("pass")]
-    return w_fail / (w_fail + w_pass)
 
 
 def requirement_feature_vector(evidence: LeafEvidence) -> dict[str, float]:
@@ -357,7 +350,8 @@ class RequirementInDiff(Check):
                     index = 2  # a binary leaf has no partial
                 flags += value_flags
                 rationale = requirement_rationale(acting[0], features, with_reference, index, p_pass, bar,
-                                                  decision is not None) + value_note
+                                                  decision is not None) + as_sentence(requirement_match_words(evidence))
+                rationale += value_note
                 if model is args.coder_text_model and "coder_logit" in features:
                     rationale += (f" The code model read it as implementing the requirement with probability "
                                   f"{1 / (1 + np.exp(-features['coder_logit'])):.2f}.")

@@ -5,6 +5,7 @@ values found or not. The feature vector itself stays in the leaf's evidence fact
 
 from __future__ import annotations
 
+from judge.checks.learned import LearnedModel
 from judge.checks.requirement.payload import StatedValueCheck
 from judge.checks.verdicts import short_location
 from judge.models.evidence import AlignedSnippet
@@ -116,3 +117,21 @@ def values_verdict(index: int, values: list[StatedValueCheck], *, has_partial: b
         note += (f" (elsewhere, `{other.found}` at {short_location(other.location)} sets {other.name or 'it'} "
                  "otherwise)." if other else ".")
     return index, flags, note
+
+
+def as_sentence(words: str) -> str:
+    """` Words.` as a sentence of a rationale ("" for none)."""
+    words = words.strip()
+    if not words:
+        return ""
+    return f" {words[0].upper()}{words[1:]}{'' if words.endswith('.') else '.'}"
+
+
+def pass_bar(model: LearnedModel) -> float:
+    """The probability of "pass" above which a two-class model with decision weights passes a leaf."""
+    if len(model.classes) != 2 or "pass" not in model.classes:
+        return 0.5
+    weights = model.decision_weights or [1.0, 1.0]
+    w_pass = weights[model.classes.index("pass")]
+    w_fail = weights[1 - model.classes.index("pass")]
+    return w_fail / (w_fail + w_pass)
