@@ -106,13 +106,13 @@ def values_verdict(index: int, values: list[StatedValueCheck], *, has_partial: b
         index = 1
     if differing:
         first = differing[0]
-        note += (f" The requirement states {first.name or 'a value'} {first.stated}, but `{first.found}` "
+        note += (f" The requirement states {first.name or 'a value'} `{first.stated}`, but `{first.found}` "
                  f"({short_location(first.location)}) sets another value")
         note += f" ({len(differing) - 1} more differ)." if len(differing) > 1 else "."
     if held:
-        note += f" Stated values found: {', '.join(v.stated for v in held[:4])}."
+        note += f" Stated values found: {', '.join(f'`{v.stated}`' for v in held[:4])}."
     if unseen:
-        note += f" Not found in the code it reads: {', '.join(v.stated for v in unseen[:4])}"
+        note += f" Not found in the code it reads: {', '.join(f'`{v.stated}`' for v in unseen[:4])}"
         other = next((v for v in unseen if v.found), None)
         note += (f" (elsewhere, `{other.found}` at {short_location(other.location)} sets {other.name or 'it'} "
                  "otherwise)." if other else ".")

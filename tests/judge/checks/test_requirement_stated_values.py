@@ -76,14 +76,14 @@ def test_a_differing_value_fails_or_makes_partial_where_others_hold() -> None:
     index, flags, note = values_verdict(0, [differs])
     assert (index, flags) == (2, ["stated_value_mismatch"]) and "seq_len = 192" in note and "96" in note
     assert values_verdict(0, [differs, held])[0] == 1
-    assert values_verdict(0, [held]) == (0, [], " Stated values found: 1e-4.")
+    assert values_verdict(0, [held]) == (0, [], " Stated values found: `1e-4`.")
 
 
 def test_a_value_nowhere_in_the_code_keeps_a_pass_at_partial_without_a_flag() -> None:
     from judge.checks.requirement.payload import StatedValueCheck
     unseen = StatedValueCheck(stated="96", name="sequence length", status="unseen")
     index, flags, note = values_verdict(0, [unseen])
-    assert (index, flags) == (1, []) and "Not found in the code it reads: 96" in note
+    assert (index, flags) == (1, []) and "Not found in the code it reads: `96`" in note
     assert values_verdict(2, [unseen])[0] == 2  # never lifts a fail
 
 
