@@ -352,9 +352,9 @@ class RequirementInDiff(Check):
                 rationale = requirement_rationale(acting[0], features, with_reference, index, p_pass, bar,
                                                   decision is not None) + as_sentence(requirement_match_words(evidence))
                 rationale += value_note
-                if model is args.coder_text_model and "coder_logit" in features:
-                    rationale += (f" The code model read it as implementing the requirement with probability "
-                                  f"{1 / (1 + np.exp(-features['coder_logit'])):.2f}.")
+            if model is args.coder_text_model and "coder_logit" in features and not floor:
+                rationale += (f" The coder model read it and answered that it implements the requirement with "
+                              f"P(yes)={1 / (1 + np.exp(-features['coder_logit'])):.2f}.")
         verdict, score = level(leaf, index)
         quotes = [quote(s, context) for s in cited[: args.top_k]] if index < 2 else []
         return embedded_result(leaf, verdict, score=score, rationale=rationale, flags=flags,
