@@ -42,3 +42,15 @@ def test_the_readme_s_coder_judge_string_is_the_served_model_s() -> None:
 
     readme = load_script().readme_commands((REPO / "README.md").read_text(encoding="utf-8"))
     assert readme.coder_judge == f"openai/{model_alias('coder')}"
+
+
+def test_a_readme_without_a_path_s_commands_fails_the_script_naming_the_section() -> None:
+    script = load_script()
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    without_local_llm = readme.replace("--judge openai/local --api-base", "--judge openai/other --api-base")
+    try:
+        script.readme_commands(without_local_llm)
+    except script.StepFailed as exc:
+        assert script.LOCAL_LLM_SECTION in str(exc) and "openai/local" in str(exc)
+    else:
+        raise AssertionError("a README without the local LLM's grade command was accepted")
