@@ -14,6 +14,7 @@ from judge.errors import InputError, JudgeConfigError
 from judge.grading.grader import upstream_down
 from judge.grading.service import GradingService, cacheable
 from judge.jobs import metrics
+from judge.jobs.fair_slots import CURRENT_TENANT, UpstreamShare
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
 from judge.judges.base import Judge
 from judge.judges.registry import build_judge
@@ -79,6 +80,9 @@ class GradingRuntime:
         self.store = store
         self.settings = settings or get_settings()
         self._judges: dict[tuple[str, int, bool], Judge] = {}
+        # Every LLM judge of this process sends its calls through one share: a tenant's calls in flight are
+        # bounded over all its grades and jobs, not only per grade.
+        self.upstream = UpstreamShare(self.settings.llm_upstream_per_key)
         self._services: dict[tuple[int, str, int, bool, str], GradingService] = {}
 
     def judge_for(self, selection: JudgeSelection, *, refresh: bool = False) -> Judge:
@@ -98,6 +102,7 @@ class GradingRuntime:
                 cache=self.store.response_cache(read=not refresh),
                 api_base=self.settings.llm_api_base,
                 api_key=self.settings.llm_api_key,
+                completion=self.upstream.completion,
             )
         except JudgeConfigError as exc:  # build_judge names its argument; a request names judge.<it>
             field = {"samples": "judge.samples"}.get(exc.field or "", "judge.spec")
@@ -216,6 +221,7 @@ class GradingRuntime:
 
     async def _grade(self, tenant: str, item: GradeItem, payload: JobPayload) -> tuple[Grade, bool]:
         task, submission = item.parsed()
+        CURRENT_TENANT.set(tenant)  # this task's LLM calls count against the tenant's upstream share
         served = await self.service_for(payload, tenant).grade(task, submission, refresh=payload.refresh)
         return served.grade, served.from_cache
 
