@@ -71,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             await dispatcher.close()
+            runtime.close()
             await store.close()
 
     app = FastAPI(

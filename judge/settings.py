@@ -85,6 +85,10 @@ class Settings(BaseSettings):
     grade_queue_per_key: int = Field(
         default=8, ge=0, description="Synchronous grades of one tenant waiting for a slot; more: 429 with "
         "Retry-After.")
+    isolate_leaves: int = Field(
+        default=200, ge=0, description="An embedded-judge grade of more leaves than this is made in a separate, "
+        "lower-priority process, so it cannot slow the service's other grades (0: never).")
+    isolated_processes: int = Field(default=1, ge=1, description="Processes making such grades.")
     llm_upstream_per_key: int = Field(
         default=8, ge=1, description="LLM calls in flight at once for one tenant, over all its grades and jobs "
         "in one process (so one tenant cannot take every upstream connection).")
