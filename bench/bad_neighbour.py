@@ -194,7 +194,7 @@ def main() -> int:
     parser.add_argument("--keys", type=int, default=3, help="normal keys")
     parser.add_argument("--seconds", type=float, default=40.0, help="length of each phase")
     parser.add_argument("--bad-leaves", type=int, default=800, help="requirements of the bad key's slow grades")
-    parser.add_argument("--bad-threads", type=int, default=4, help="the bad key's requests at once")
+    parser.add_argument("--bad-threads", type=int, default=12, help="the bad key's requests at once")
     parser.add_argument("--stores", default="sqlite,postgres")
     args = parser.parse_args()
     print("reproduce: PYTHONPATH=$PWD python " + " ".join(sys.argv))

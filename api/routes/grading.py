@@ -212,6 +212,8 @@ async def grade(
     slot; the keys take turns for the slots, and a key with its share already waiting gets 429.
     """
     sync = (mode or body.mode) != "async"
+    if sync:
+        service.slots.check_room(tenant)  # a key over its share is refused before its request is priced
     payload, leaves = _payload(service, body, [_parse_item(body, "")], sync=sync)
     if not sync:
         return await _enqueue(service, tenant, "grade", payload, idempotency_key)

@@ -137,6 +137,16 @@ class FairSlots:
                     self._turns.pop(key, None)
             raise
 
+    def check_room(self, key: str) -> None:
+        """Refuse at once a key whose queue is full, before its request is priced or parsed further.
+
+        Raises:
+            SlotsBusyError: `key` has `key_queue` grades waiting already.
+        """
+        state = self._keys.get(key)
+        if state is not None and len(state.waiting) >= self.key_queue:
+            raise SlotsBusyError(key, state.running, len(state.waiting), self._retry_after(state))
+
     @contextlib.asynccontextmanager
     async def slot(self, key: str, cost: int) -> AsyncIterator[None]:
         """Hold a slot for `key`'s grade of `cost` leaves while the block runs (waiting for one if need be).
