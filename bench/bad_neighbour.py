@@ -197,6 +197,7 @@ def main() -> int:
     parser.add_argument("--bad-threads", type=int, default=12, help="the bad key's requests at once")
     parser.add_argument("--stores", default="sqlite,postgres")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # figures show as each store ends
     print("reproduce: PYTHONPATH=$PWD python " + " ".join(sys.argv))
     met = True
     with tempfile.TemporaryDirectory(prefix="bad-neighbour-") as tmp, ExitStack() as stack:
