@@ -82,9 +82,10 @@ class Settings(BaseSettings):
     grade_leaves_per_key: int = Field(
         default=2500, ge=1, description="Leaves one tenant's running synchronous grades hold at most together "
         "(a request larger than this runs alone).")
-    grade_queue_per_key: int = Field(
-        default=8, ge=0, description="Synchronous grades of one tenant waiting for a slot; more: 429 with "
-        "Retry-After.")
+    grade_queue_leaves_per_key: int = Field(
+        default=5000, ge=1, description="Leaves of one tenant's synchronous grades waiting for a slot (one grade "
+        "may always wait); a grade that would pass it: 429 with Retry-After. 5,000: ~190 bundled-example grades, "
+        "or two grades at the leaf bound.")
     isolate_leaves: int = Field(
         default=200, ge=0, description="An embedded-judge grade of more leaves than this is made in a separate, "
         "lower-priority process, so it cannot slow the service's other grades (0: never).")

@@ -5,8 +5,10 @@ machine and a normal grade of another key waited 92 s for an answer it gets in 0
 first takes a slot. At most `total` grades run at once, one tenant's at most `per_key` of them and together
 at most `key_cost` leaves (a larger grade runs alone); the others wait, and when a slot frees the tenants
 with waiting grades take turns (round robin, not first come first served: a tenant that queued ten grades
-gets the next slot only when its turn comes). A tenant with `key_queue` grades waiting already is refused
-at once (`SlotsBusyError`, with the seconds after which a retry likely finds room).
+gets the next slot only when its turn comes). A tenant whose waiting grades would pass `key_queue` leaves is
+refused at once (`SlotsBusyError`, with the seconds after which a retry likely finds room): the queue is
+bounded by cost, so a harness with 50 small grades in flight waits its turn while a key queueing large
+grades is refused after a few.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ MAX_RETRY_AFTER = 120
 
 
 class SlotsBusyError(ExpjudgeError):
-    """A tenant already has as many grades waiting as it may; `retry_after` seconds is when to try again."""
+    """A tenant already has as many grades (leaves) waiting as it may; `retry_after` seconds is when to try again."""
 
     def __init__(self, key: str, running: int, waiting: int, retry_after: int) -> None:
         super().__init__(
@@ -49,6 +51,7 @@ class _Waiter:
 class _KeyState:
     running: int = 0
     cost: int = 0
+    waiting_cost: int = 0
     waiting: deque[_Waiter] = field(default_factory=deque)
     mean_seconds: float = 1.0  # a moving mean of this key's grade time (seeds Retry-After)
 
@@ -60,7 +63,8 @@ class FairSlots:
         total: Grades running at once.
         per_key: Of which one key's at most.
         key_cost: Cost (leaves) one key's running grades hold at most together; a grade costing more runs alone.
-        key_queue: One key's grades waiting at most; one more is refused with `SlotsBusyError`.
+        key_queue: Leaves of one key's waiting grades at most; a grade that would pass it is refused with
+            `SlotsBusyError` (one grade may wait alone whatever its cost).
     """
 
     def __init__(self, total: int, per_key: int, key_cost: int, key_queue: int) -> None:
@@ -97,6 +101,7 @@ class FairSlots:
                 if not self._fits(state, head.cost):
                     continue
                 state.waiting.popleft()
+                state.waiting_cost -= head.cost
                 self._take(state, head.cost)
                 head.granted.set_result(None)
                 del self._turns[key]
@@ -120,10 +125,11 @@ class FairSlots:
         if not state.waiting and self._fits(state, cost) and not self._turns:
             self._take(state, cost)
             return
-        if len(state.waiting) >= self.key_queue:
+        if state.waiting and state.waiting_cost + cost > self.key_queue:
             raise SlotsBusyError(key, state.running, len(state.waiting), self._retry_after(state))
         waiter = _Waiter(cost, asyncio.get_running_loop().create_future())
         state.waiting.append(waiter)
+        state.waiting_cost += cost
         self._turns.setdefault(key, None)
         self._dispatch()
         try:
@@ -133,6 +139,7 @@ class FairSlots:
                 self._release(key, cost, 0.0)
             else:
                 state.waiting.remove(waiter)
+                state.waiting_cost -= cost
                 if not state.waiting:
                     self._turns.pop(key, None)
             raise
@@ -141,10 +148,10 @@ class FairSlots:
         """Refuse at once a key whose queue is full, before its request is priced or parsed further.
 
         Raises:
-            SlotsBusyError: `key` has `key_queue` grades waiting already.
+            SlotsBusyError: `key`'s waiting grades hold `key_queue` leaves already.
         """
         state = self._keys.get(key)
-        if state is not None and len(state.waiting) >= self.key_queue:
+        if state is not None and state.waiting and state.waiting_cost >= self.key_queue:
             raise SlotsBusyError(key, state.running, len(state.waiting), self._retry_after(state))
 
     @contextlib.asynccontextmanager
@@ -152,7 +159,7 @@ class FairSlots:
         """Hold a slot for `key`'s grade of `cost` leaves while the block runs (waiting for one if need be).
 
         Raises:
-            SlotsBusyError: `key` has `key_queue` grades waiting already.
+            SlotsBusyError: `key`'s waiting grades and this one would pass `key_queue` leaves.
         """
         await self._acquire(key, cost)
         started = time.perf_counter()

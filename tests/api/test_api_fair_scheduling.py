@@ -33,10 +33,10 @@ def held_stub(logs: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def shared(logs: Path, held_stub: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    """Two grading slots, one per key, one grade of a key waiting at most."""
+    """Two grading slots, one per key, one grade of a key waiting at most (any grade fills a 1-leaf queue)."""
     url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('fair') / 'expjudge.db'}"
     env = service_env(url, held_stub, EXPJUDGE_GRADE_SLOTS="2", EXPJUDGE_GRADE_SLOTS_PER_KEY="1",
-                      EXPJUDGE_GRADE_QUEUE_PER_KEY="1", EXPJUDGE_LLM_TIMEOUT_SECONDS="120")
+                      EXPJUDGE_GRADE_QUEUE_LEAVES_PER_KEY="1", EXPJUDGE_LLM_TIMEOUT_SECONDS="120")
     child, base = start_service(logs, env)
     running = Service("sqlite-fair", base, env, child)
     try:
