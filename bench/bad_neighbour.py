@@ -132,7 +132,7 @@ def run_phase(base: str, keys: dict[str, str], seconds: float, bad: tuple[str, i
               ) -> tuple[dict[str, Tally], Tally, list[float]]:
     until = time.monotonic() + seconds
     tallies = {tenant: Tally() for tenant in keys}
-    bad_tally, leaf_bytes = Tally(), []
+    bad_tally, leaf_bytes = Tally(), list[float]()
     threads = [threading.Thread(target=normal_key, args=(base, key, until, tallies[tenant]))
                for tenant, key in keys.items()]
     if bad is not None:
