@@ -18,6 +18,7 @@ from api.review import install_review
 from api.routes import grades, grading, jobs, meta, process
 from judge.gc_tuning import freeze_startup_objects
 from judge.jobs import GradingRuntime, make_dispatcher, runner_id
+from judge.jobs.fair_slots import FairSlots
 from judge.settings import Settings, configure_offline_environment, get_settings
 from judge.store import Store
 
@@ -52,7 +53,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runtime = GradingRuntime(store, config)
         dispatcher = make_dispatcher(runtime, config.broker_url)
         await dispatcher.start()
-        app.state.service = Service(config, store, runtime, dispatcher, runner_id("api"))
+        slots = FairSlots(config.grade_slots, config.grade_slots_per_key, config.grade_leaves_per_key,
+                          config.grade_queue_leaves_per_key)
+        app.state.service = Service(config, store, runtime, dispatcher, runner_id("api"), slots)
         freeze_startup_objects()  # fewer and shorter full collections while serving
         if config.auth_enabled:
             log.info("auth enabled: requests need an API key (X-API-Key or Authorization: Bearer)")
@@ -68,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             await dispatcher.close()
+            runtime.close()
             await store.close()
 
     app = FastAPI(

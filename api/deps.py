@@ -11,6 +11,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from api.errors import Unauthorized
 from judge.jobs import GradingRuntime, InProcessPool
 from judge.jobs.dispatch import CeleryDispatcher
+from judge.jobs.fair_slots import FairSlots
 from judge.settings import Settings
 from judge.store import Store
 
@@ -23,13 +24,15 @@ _bearer = HTTPBearer(auto_error=False, description="The same key as a bearer tok
 
 @dataclass
 class Service:
-    """What every request handler shares: settings, store, grading runtime and job dispatcher."""
+    """What every request handler shares: settings, store, grading runtime, job dispatcher and the slots
+    synchronous grades take turns for."""
 
     settings: Settings
     store: Store
     runtime: GradingRuntime
     dispatcher: InProcessPool | CeleryDispatcher
     owner: str
+    slots: FairSlots
 
 
 async def get_service(request: Request) -> Service:

@@ -20,7 +20,9 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from judge.errors import ExpjudgeError, InputError, JudgeCallError, UnknownRubricError
+from judge.grading.request_cost import RequestTooCostlyError
 from judge.jobs import IdempotencyKeyReusedError, JobBusyError
+from judge.jobs.fair_slots import SlotsBusyError
 from judge.validation_paths import input_path
 
 log = logging.getLogger("api")
@@ -98,6 +100,10 @@ def error_response(
 
 
 def _status_for(exc: ExpjudgeError) -> tuple[int, str]:
+    if isinstance(exc, RequestTooCostlyError):
+        return 413, "grade_too_large"
+    if isinstance(exc, SlotsBusyError):
+        return 429, "too_many_requests"
     if isinstance(exc, IdempotencyKeyReusedError):
         return 422, "idempotency_key_reused"
     if isinstance(exc, UnknownRubricError):
@@ -120,7 +126,9 @@ async def _library_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ExpjudgeError)
     status, code = _status_for(exc)
     headers: dict[str, str] = {}
-    if status == 409:
+    if isinstance(exc, SlotsBusyError):
+        headers["Retry-After"] = str(exc.retry_after)
+    elif status == 409:
         headers["Retry-After"] = "1"
     elif status == 503:
         headers["Retry-After"] = str(UPSTREAM_RETRY_AFTER_SECONDS)
@@ -129,6 +137,8 @@ async def _library_error(request: Request, exc: Exception) -> JSONResponse:
     field = exc.field if isinstance(exc, InputError) else None
     message = exc.message if isinstance(exc, InputError | JudgeCallError) else str(exc)
     details = None
+    if isinstance(exc, RequestTooCostlyError):  # the limit and the figure, for a client to act on
+        details = [{"field": exc.field or "body", "message": f"{exc.figure} > {exc.bound}", "type": exc.limit}]
     if isinstance(exc, InputError) and len(exc.problems) > 1:  # every problem found, as invalid_request does
         details = [{"field": where, "message": said, "type": ""} for where, said in exc.problems]
         message = f"{message} (and {len(details) - 1} more problem(s): see details)"
@@ -206,7 +216,10 @@ _DESCRIPTIONS = {
     "400": "The body could not be decoded; `error.field` is `body`.",
     "401": "No API key, or an unknown or revoked one; `error.field` names the credential header.",
     "404": "No such resource for this tenant; `error.field` names the path parameter.",
-    "413": "The body is larger than the configured limit; `error.field` is `body`.",
+    "413": "The body is larger than the configured limit (`error.field` is `body`), or the grade would cost more "
+           "than a synchronous grade may (`grade_too_large`: `error.details[0].type` names the limit, its "
+           "`message` the figure and the bound; the message names the asynchronous route).",
+    "429": "This key already has its share of grades running and waiting; retry after `Retry-After` seconds.",
     "422": "Invalid input; `error.field` names the offending field.",
 }
 

@@ -60,6 +60,39 @@ class Settings(BaseSettings):
         default=10 * 1024 * 1024,
         description="Largest request body (413 above). 10 MiB: a diff that size grades in about 0.86 GB peak "
                     "RSS on the embedded judge (bench/bad_input.py); raise it only with the memory to match.")
+    # Bounds of one synchronous grade (POST /v1/grade), checked before any grading work (413 above them).
+    # EXP-Bench tasks expand to ~5-30 leaves and PaperBench rubrics to at most ~2,000; a leaf of the embedded
+    # judge costs ~25 ms of CPU and ~2.5 KB of answer (bench/bad_neighbour.py), so 2,500 leaves is about a minute.
+    max_sync_leaves: int = Field(
+        default=2500, ge=1, description="Leaves one synchronous grade may expand to (the rubric over the task); "
+        "above: 413 naming the asynchronous route.")
+    max_sync_texts: int = Field(
+        default=6000, ge=1, description="Distinct texts one synchronous grade may have to embed (leaf targets, "
+        "design items, conclusion claims).")
+    max_sync_answer_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=64 * 1024, description="Largest synchronous answer, as estimated before "
+        "grading (413 above) and as sent (a larger grade's leaves are cut to a first page; the rest by "
+        "GET /v1/grades/{id}?leaves=offset:limit).")
+    max_job_leaves: int = Field(
+        default=50_000, ge=1, description="Leaves one item of an asynchronous job may expand to (422 above).")
+    grade_slots: int = Field(
+        default=4, ge=1, description="Synchronous grades run at once by one service process (the rest wait in "
+        "a fair queue: keys take turns).")
+    grade_slots_per_key: int = Field(default=2, ge=1, description="... of which one tenant's requests hold at most.")
+    grade_leaves_per_key: int = Field(
+        default=2500, ge=1, description="Leaves one tenant's running synchronous grades hold at most together "
+        "(a request larger than this runs alone).")
+    grade_queue_leaves_per_key: int = Field(
+        default=5000, ge=1, description="Leaves of one tenant's synchronous grades waiting for a slot (one grade "
+        "may always wait); a grade that would pass it: 429 with Retry-After. 5,000: ~190 bundled-example grades, "
+        "or two grades at the leaf bound.")
+    isolate_leaves: int = Field(
+        default=200, ge=0, description="An embedded-judge grade of more leaves than this is made in a separate, "
+        "lower-priority process, so it cannot slow the service's other grades (0: never).")
+    isolated_processes: int = Field(default=1, ge=1, description="Processes making such grades.")
+    llm_upstream_per_key: int = Field(
+        default=8, ge=1, description="LLM calls in flight at once for one tenant, over all its grades and jobs "
+        "in one process (so one tenant cannot take every upstream connection).")
     calibration_min_labels_per_class: int = Field(
         default=30, ge=1, description="A grade says calibrated only when its fingerprint's calibration run has at "
         "least this many reference labels in every class the macro figures average over (docs/calibration.md).")

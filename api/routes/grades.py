@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response
 
 from api.deps import ServiceDep, TenantDep
 from api.errors import NotFound
+from api.leaf_pages import MAX_LEAF_PAGE, LeafPage, leaf_page
 from api.schemas import GradeList, GradeListItem, Links
 from judge.models import Grade
 from judge.store import GradeFilter
@@ -17,14 +18,35 @@ from judge.store.grades import MAX_PAGE
 router = APIRouter(tags=["grades"])
 
 
-@router.get("/v1/grades/{grade_id}", response_model=Grade, responses={404: {"description": "No such grade."}})
-async def get_grade(grade_id: str, service: ServiceDep, tenant: TenantDep) -> Response:
+@router.get(
+    "/v1/grades/{grade_id}",
+    response_model=Grade,
+    responses={404: {"description": "No such grade."}, 422: {"description": "`leaves` is no offset:limit."}},
+)
+async def get_grade(
+    grade_id: str,
+    service: ServiceDep,
+    tenant: TenantDep,
+    leaves: Annotated[
+        str | None,
+        Query(
+            max_length=40,
+            description=f"A page of the leaves, `offset:limit` (limit 1-{MAX_LEAF_PAGE}); the headers "
+            "X-Leaves-Total, X-Leaves-Range and Link rel=next say where it lies.",
+        ),
+    ] = None,
+) -> Response:
     """A stored grade of this tenant, as it was returned when it was made (a cached rerun's: the grade it
-    reused, with the rerun's own ids, time and usage), with the calibration status that applies to it now."""
+    reused, with the rerun's own ids, time and usage), with the calibration status that applies to it now; with
+    `leaves`, only that page of its leaves."""
+    page = LeafPage.parse(leaves) if leaves is not None else None  # a bad page: 422 before the store is read
     text = await service.store.grades.json_as_of_now(tenant, grade_id)
     if text is None:
         raise NotFound(f"no grade {grade_id!r}", field="grade_id")
-    return Response(text, media_type="application/json")
+    if page is None:
+        return Response(text, media_type="application/json")
+    body, headers = leaf_page(text, page)
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.get("/v1/grades", response_model=GradeList)

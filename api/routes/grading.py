@@ -11,6 +11,7 @@ from starlette.background import BackgroundTask
 
 from api.deps import Service, ServiceDep, TenantDep
 from api.errors import UPSTREAM_RETRY_AFTER_SECONDS, ApiError, UpstreamUnavailable, field_path
+from api.leaf_pages import bounded_answer
 from api.schemas import (
     BatchRequest,
     ExpBenchTask,
@@ -21,6 +22,7 @@ from api.schemas import (
     Links,
 )
 from judge.errors import InputError, MalformedDiffError, SubmissionFormatError, TaskFormatError
+from judge.grading.request_cost import CostBounds, RequestCost, check_cost, request_cost
 from judge.jobs import GradeItem, JobPayload, SyncGrade, create_job, grade_now
 from judge.loaders.expbench import task_from_expbench
 from judge.loaders.native import parse_submission, parse_task
@@ -101,15 +103,34 @@ def _parse_task(item: GradeRequestItem, where: str) -> Task:
     return task
 
 
-def _payload(service: Service, spec: GradeSpec, items: list[GradeItem]) -> JobPayload:
+ASYNC_ROUTE = "POST /v1/grade?mode=async (or POST /v1/grade/batch)"
+
+
+def _payload(service: Service, spec: GradeSpec, items: list[GradeItem], *, sync: bool,
+             batch: bool = False) -> tuple[JobPayload, int]:
+    """The job payload of a request, its rubric and judge checked and each item's cost within its bounds (the
+    synchronous ones or a job's); also the leaves the request expands to.
+
+    Raises:
+        RequestTooCostlyError: an item over a bound (413), before any grading work.
+    """
     payload = JobPayload(
         rubric=spec.rubric or service.settings.default_rubric,
         judge=spec.judge_selection(),
         refresh=spec.refresh,
         items=items,
     )
-    service.runtime.check(payload)  # unknown rubric or judge: 422 now, not a failed job later
-    return payload
+    rubric = service.runtime.check(payload)  # unknown rubric or judge: 422 now, not a failed job later
+    settings = service.settings
+    bounds = (CostBounds(settings.max_sync_leaves, settings.max_sync_texts, settings.max_sync_answer_bytes)
+              if sync else CostBounds(settings.max_job_leaves, settings_prefix="EXPJUDGE_MAX_JOB_"))
+    leaves = 0
+    for index, item in enumerate(items):
+        cost: RequestCost = request_cost(rubric, item.task, item.submission)
+        check_cost(cost, bounds, where=f"items[{index}]." if batch else "",
+                   instead=ASYNC_ROUTE if sync else None)
+        leaves += cost.leaves
+    return payload, leaves
 
 
 async def _enqueue(
@@ -141,7 +162,7 @@ async def _enqueue(
     return JSONResponse(body.model_dump(mode="json"), status_code=202, headers={"Location": location})
 
 
-def _sync_response(outcome: SyncGrade) -> Response:
+def _sync_response(outcome: SyncGrade, max_bytes: int) -> Response:
     if outcome.grade is None:
         item = outcome.item
         if item is not None and item.retryable:
@@ -159,7 +180,8 @@ def _sync_response(outcome: SyncGrade) -> Response:
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
     body = outcome.grade_json if outcome.grade_json is not None else outcome.grade.model_dump_json()
-    return Response(body, media_type="application/json", headers=headers)
+    body, page = bounded_answer(body, max_bytes)  # a grade above the bound answers its first leaves, and a Link
+    return Response(body, media_type="application/json", headers={**headers, **page})
 
 
 @router.post("/grade", summary="Grade one submission (the name harnesses know; same as /v1/grade)")
@@ -170,8 +192,10 @@ def _sync_response(outcome: SyncGrade) -> Response:
     responses={
         202: {"model": JobAccepted, "description": "Queued (mode=async)."},
         409: {"description": "The Idempotency-Key's job is running right now; retry after Retry-After."},
-        413: {"description": "Body larger than the configured limit."},
+        413: {"description": "Body larger than the configured limit, or a grade costlier than a synchronous grade "
+                             "may be (leaves, texts to embed, answer bytes): refused before any grading."},
         422: {"description": "Invalid body; `error.field` names the offending field."},
+        429: {"description": "This key has its share of grades running and waiting; retry after Retry-After."},
         503: {"description": "Upstream judge down, nothing could be graded; retry after Retry-After."},
     },
 )
@@ -182,14 +206,22 @@ async def grade(
     idempotency_key: IdempotencyKey = None,
     mode: Annotated[Literal["sync", "async"] | None, Query(description="Overrides the body's `mode`.")] = None,
 ) -> Response:
-    """Grade `submission` against `task`: the grade (200), or a job id (202) in async mode."""
-    payload = _payload(service, body, [_parse_item(body, "")])
-    if (mode or body.mode) == "async":
+    """Grade `submission` against `task`: the grade (200), or a job id (202) in async mode.
+
+    A synchronous grade is priced first (413 above the EXPJUDGE_MAX_SYNC_* bounds) and then takes a grading
+    slot; the keys take turns for the slots, and a key with its share already waiting gets 429.
+    """
+    sync = (mode or body.mode) != "async"
+    if sync:
+        service.slots.check_room(tenant)  # a key over its share is refused before its request is priced
+    payload, leaves = _payload(service, body, [_parse_item(body, "")], sync=sync)
+    if not sync:
         return await _enqueue(service, tenant, "grade", payload, idempotency_key)
-    outcome = await grade_now(
-        service.runtime, service.owner, tenant=tenant, payload=payload, idempotency_key=idempotency_key
-    )
-    response = _sync_response(outcome)
+    async with service.slots.slot(tenant, leaves):
+        outcome = await grade_now(
+            service.runtime, service.owner, tenant=tenant, payload=payload, idempotency_key=idempotency_key
+        )
+    response = _sync_response(outcome, service.settings.max_sync_answer_bytes)
     if outcome.grade is not None and outcome.item is not None and outcome.item.created:
         # Its review index rows are written once the answer is out (judge/store/review_backlog.py).
         response.background = BackgroundTask(service.store.review.index_new_grades, tenant, [outcome.grade])
@@ -208,5 +240,5 @@ async def grade_batch(
 ) -> JSONResponse:
     """Queue one job grading every item; follow its `links.self` for progress and results."""
     items = _parse_items([(item, f"items[{index}].") for index, item in enumerate(body.items)])
-    payload = _payload(service, body, items)
+    payload, _ = _payload(service, body, items, sync=False, batch=True)
     return await _enqueue(service, tenant, "batch", payload, idempotency_key)

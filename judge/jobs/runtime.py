@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 
 from judge.errors import InputError, JudgeConfigError
 from judge.grading.grader import upstream_down
-from judge.grading.service import GradingService, cacheable
+from judge.grading.service import GradingService, cache_hit_copy, cacheable
 from judge.jobs import metrics
+from judge.jobs.fair_slots import CURRENT_TENANT, UpstreamShare
+from judge.jobs.isolated_grading import IsolatedGrading
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
 from judge.judges.base import Judge
 from judge.judges.registry import build_judge
-from judge.models import Grade, Rubric, Usage
-from judge.rubric_loader import load_rubric
+from judge.models import Grade, Rubric, Task, Usage
+from judge.rubric_loader import expand_rubric, load_rubric
 from judge.settings import Settings, get_settings
 from judge.store import ItemOutcome, JobRecord, Store
 from judge.store.jobs import GradeWrite, ItemWritten, NewJob
@@ -79,6 +81,10 @@ class GradingRuntime:
         self.store = store
         self.settings = settings or get_settings()
         self._judges: dict[tuple[str, int, bool], Judge] = {}
+        # Every LLM judge of this process sends its calls through one share: a tenant's calls in flight are
+        # bounded over all its grades and jobs, not only per grade.
+        self.upstream = UpstreamShare(self.settings.llm_upstream_per_key)
+        self.isolated = IsolatedGrading(self.settings.isolated_processes)
         self._services: dict[tuple[int, str, int, bool, str], GradingService] = {}
 
     def judge_for(self, selection: JudgeSelection, *, refresh: bool = False) -> Judge:
@@ -98,6 +104,7 @@ class GradingRuntime:
                 cache=self.store.response_cache(read=not refresh),
                 api_base=self.settings.llm_api_base,
                 api_key=self.settings.llm_api_key,
+                completion=self.upstream.completion,
             )
         except JudgeConfigError as exc:  # build_judge names its argument; a request names judge.<it>
             field = {"samples": "judge.samples"}.get(exc.field or "", "judge.spec")
@@ -216,8 +223,26 @@ class GradingRuntime:
 
     async def _grade(self, tenant: str, item: GradeItem, payload: JobPayload) -> tuple[Grade, bool]:
         task, submission = item.parsed()
-        served = await self.service_for(payload, tenant).grade(task, submission, refresh=payload.refresh)
+        CURRENT_TENANT.set(tenant)  # this task's LLM calls count against the tenant's upstream share
+        service = self.service_for(payload, tenant)
+        if self._isolate(payload, task):
+            calibration, hit = await service.look_up(task, submission, refresh=payload.refresh)
+            if hit is not None:
+                return cache_hit_copy(hit, task, submission, calibration), True
+            return await self.isolated.grade(payload.rubric, task, submission, calibration), False
+        served = await service.grade(task, submission, refresh=payload.refresh)
         return served.grade, served.from_cache
+
+    def _isolate(self, payload: JobPayload, task: Task) -> bool:
+        """True for an embedded-judge grade of more than `isolate_leaves` leaves (see IsolatedGrading)."""
+        bound = self.settings.isolate_leaves
+        if not bound or payload.judge.spec.strip() != "embedded":
+            return False
+        return len(expand_rubric(load_rubric(payload.rubric), task)) > bound
+
+    def close(self) -> None:
+        """Stop the processes of isolated grades."""
+        self.isolated.close()
 
 
 def _observe(result: ItemResult, seconds: float) -> None:

@@ -1,0 +1,216 @@
+"""A bounded pool of grading slots that tenants share fairly, and the per-tenant share of LLM upstream calls.
+
+Without it every synchronous grade ran as soon as it arrived: three large grades of one key took the
+machine and a normal grade of another key waited 92 s for an answer it gets in 0.3 s alone. Here a grade
+first takes a slot. At most `total` grades run at once, one tenant's at most `per_key` of them and together
+at most `key_cost` leaves (a larger grade runs alone); the others wait, and when a slot frees the tenants
+with waiting grades take turns (round robin, not first come first served: a tenant that queued ten grades
+gets the next slot only when its turn comes). A tenant whose waiting grades would pass `key_queue` leaves is
+refused at once (`SlotsBusyError`, with the seconds after which a retry likely finds room): the queue is
+bounded by cost, so a harness with 50 small grades in flight waits its turn while a key queueing large
+grades is refused after a few.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge.errors import ExpjudgeError
+
+# Retry-After of a busy tenant: its mean grade time times its turns to wait, within these bounds.
+MIN_RETRY_AFTER = 1
+MAX_RETRY_AFTER = 120
+
+
+class SlotsBusyError(ExpjudgeError):
+    """A tenant already has as many grades (leaves) waiting as it may; `retry_after` seconds is when to try again."""
+
+    def __init__(self, key: str, running: int, waiting: int, retry_after: int) -> None:
+        super().__init__(
+            f"this key has {running} grade(s) running and {waiting} waiting, its share of the service; "
+            f"retry after {retry_after} s or send large work to POST /v1/grade?mode=async")
+        self.key = key
+        self.retry_after = retry_after
+
+
+@dataclass
+class _Waiter:
+    cost: int
+    granted: asyncio.Future[None]
+
+
+@dataclass
+class _KeyState:
+    running: int = 0
+    cost: int = 0
+    waiting_cost: int = 0
+    waiting: deque[_Waiter] = field(default_factory=deque)
+    mean_seconds: float = 1.0  # a moving mean of this key's grade time (seeds Retry-After)
+
+
+class FairSlots:
+    """Grading slots shared fairly between keys (tenants); see the module's docstring.
+
+    Args:
+        total: Grades running at once.
+        per_key: Of which one key's at most.
+        key_cost: Cost (leaves) one key's running grades hold at most together; a grade costing more runs alone.
+        key_queue: Leaves of one key's waiting grades at most; a grade that would pass it is refused with
+            `SlotsBusyError` (one grade may wait alone whatever its cost).
+    """
+
+    def __init__(self, total: int, per_key: int, key_cost: int, key_queue: int) -> None:
+        self.total = total
+        self.per_key = min(per_key, total)
+        self.key_cost = key_cost
+        self.key_queue = key_queue
+        self._running = 0
+        self._keys: dict[str, _KeyState] = {}
+        self._turns: OrderedDict[str, None] = OrderedDict()  # keys with waiting grades, next turn first
+
+    def _fits(self, state: _KeyState, cost: int) -> bool:
+        if self._running >= self.total or state.running >= self.per_key:
+            return False
+        return state.running == 0 or state.cost + cost <= self.key_cost
+
+    def _take(self, state: _KeyState, cost: int) -> None:
+        self._running += 1
+        state.running += 1
+        state.cost += cost
+
+    def _retry_after(self, state: _KeyState) -> int:
+        turns = (len(state.waiting) + state.running) / self.per_key
+        return max(MIN_RETRY_AFTER, min(MAX_RETRY_AFTER, math.ceil(state.mean_seconds * turns)))
+
+    def _dispatch(self) -> None:
+        """Grant free slots to waiting grades, the keys taking turns."""
+        progressed = True
+        while progressed and self._turns and self._running < self.total:
+            progressed = False
+            for key in list(self._turns):
+                state = self._keys[key]
+                head = state.waiting[0]
+                if not self._fits(state, head.cost):
+                    continue
+                state.waiting.popleft()
+                state.waiting_cost -= head.cost
+                self._take(state, head.cost)
+                head.granted.set_result(None)
+                del self._turns[key]
+                if state.waiting:
+                    self._turns[key] = None  # its next grade goes to the back of the turns
+                progressed = True
+                break
+
+    def _release(self, key: str, cost: int, seconds: float) -> None:
+        state = self._keys[key]
+        self._running -= 1
+        state.running -= 1
+        state.cost -= cost
+        state.mean_seconds = 0.7 * state.mean_seconds + 0.3 * seconds
+        self._dispatch()
+        if not state.running and not state.waiting and key in self._keys:
+            del self._keys[key]  # an idle key holds nothing (a fresh one starts from the default mean)
+
+    async def _acquire(self, key: str, cost: int) -> None:
+        state = self._keys.setdefault(key, _KeyState())
+        if not state.waiting and self._fits(state, cost) and not self._turns:
+            self._take(state, cost)
+            return
+        if state.waiting and state.waiting_cost + cost > self.key_queue:
+            raise SlotsBusyError(key, state.running, len(state.waiting), self._retry_after(state))
+        waiter = _Waiter(cost, asyncio.get_running_loop().create_future())
+        state.waiting.append(waiter)
+        state.waiting_cost += cost
+        self._turns.setdefault(key, None)
+        self._dispatch()
+        try:
+            await waiter.granted
+        except asyncio.CancelledError:  # the client went away: give the slot back, or the place in the queue
+            if waiter.granted.done() and not waiter.granted.cancelled():
+                self._release(key, cost, 0.0)
+            else:
+                state.waiting.remove(waiter)
+                state.waiting_cost -= cost
+                if not state.waiting:
+                    self._turns.pop(key, None)
+            raise
+
+    def check_room(self, key: str) -> None:
+        """Refuse at once a key whose queue is full, before its request is priced or parsed further.
+
+        Raises:
+            SlotsBusyError: `key`'s waiting grades hold `key_queue` leaves already.
+        """
+        state = self._keys.get(key)
+        if state is not None and state.waiting and state.waiting_cost >= self.key_queue:
+            raise SlotsBusyError(key, state.running, len(state.waiting), self._retry_after(state))
+
+    @contextlib.asynccontextmanager
+    async def slot(self, key: str, cost: int) -> AsyncIterator[None]:
+        """Hold a slot for `key`'s grade of `cost` leaves while the block runs (waiting for one if need be).
+
+        Raises:
+            SlotsBusyError: `key`'s waiting grades and this one would pass `key_queue` leaves.
+        """
+        await self._acquire(key, cost)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._release(key, cost, time.perf_counter() - started)
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        """Each key's (running, waiting) grades, for metrics and tests."""
+        return {key: (state.running, len(state.waiting)) for key, state in self._keys.items()}
+
+
+# The tenant whose grade is running in this task (set by the runtime around a grade; read by `UpstreamShare`).
+CURRENT_TENANT: ContextVar[str | None] = ContextVar("expjudge_current_tenant", default=None)
+
+
+class UpstreamShare:
+    """LLM calls in flight at once per tenant, over every grade and job of this process.
+
+    A judge's own `max_concurrency` bounds the calls of one grade; a tenant sending many grades at once
+    would still hold every upstream connection. `completion` wraps the function that sends each call.
+
+    Args:
+        per_key: Calls in flight at once for one tenant.
+        send: The completion function to wrap (default: litellm.acompletion, imported on the first call).
+    """
+
+    def __init__(self, per_key: int, send: Callable[..., Awaitable[Any]] | None = None) -> None:
+        self.per_key = per_key
+        self._send = send
+        self._semaphores: dict[tuple[int, str], asyncio.Semaphore] = {}
+        self.in_flight: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    async def completion(self, **kwargs: Any) -> Any:
+        """Send one call, waiting while this tenant has `per_key` calls in flight."""
+        send = self._send
+        if send is None:
+            import litellm  # heavy; imported by the first LLM call, as the transport does
+
+            litellm.suppress_debug_info = True
+            send = litellm.acompletion
+        tenant = CURRENT_TENANT.get() or ""
+        # One semaphore per event loop too: a semaphore waited on in one loop cannot be waited on in another.
+        semaphore = self._semaphores.setdefault((id(asyncio.get_running_loop()), tenant),
+                                                asyncio.Semaphore(self.per_key))
+        async with semaphore:
+            self.in_flight[tenant] = self.in_flight.get(tenant, 0) + 1
+            self.peak[tenant] = max(self.peak.get(tenant, 0), self.in_flight[tenant])
+            try:
+                return await send(**kwargs)
+            finally:
+                self.in_flight[tenant] -= 1

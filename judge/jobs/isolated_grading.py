@@ -1,0 +1,82 @@
+"""Large embedded-judge grades made in a separate, lower-priority process, so they cannot stall small ones.
+
+A grade's CPU work (parsing, alignment, embeddings) runs on threads of the process that serves requests, and
+Python runs one thread at a time: while an 800-leaf grade ran beside them, normal grades of other keys took
+7-16 s instead of 0.14 s (bench/bad_neighbour.py), fair slots or not. Here a grade of more than
+`Settings.isolate_leaves` leaves is made in a child process (spawned, so it holds no thread or event loop of
+this one) whose scheduling priority is lowered: the service's own process and its small grades come first
+on the machine's cores, and the large grade takes what is left. The store is read and written here as for
+any grade; only the grading itself moves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+from judge.models import CalibrationStatus, Grade, Submission, Task
+
+# How much lower the child's priority is (nice increment; 19 is the lowest).
+CHILD_NICENESS = 10
+
+_graders: dict[str, object] = {}
+
+
+def _start_child() -> None:
+    from judge.settings import configure_offline_environment
+
+    configure_offline_environment()
+    with contextlib.suppress(OSError):  # not permitted on some systems: the child still frees our interpreter
+        os.nice(CHILD_NICENESS)
+
+
+def _grade_in_child(rubric_id: str, task_json: str, submission_json: str, calibration_json: str) -> str:
+    """Grade with the embedded judge (runs in the child); the grade as JSON."""
+    from judge.grading.grader import Grader
+    from judge.judges.registry import build_judge
+    from judge.rubric_loader import load_rubric
+
+    rubric = load_rubric(rubric_id)
+    key = f"{rubric_id}:{rubric.content_hash()}"
+    grader = _graders.get(key)
+    if not isinstance(grader, Grader):
+        grader = _graders[key] = Grader(rubric, build_judge("embedded"))
+    grade = asyncio.run(grader.grade(Task.model_validate_json(task_json), Submission.model_validate_json(
+        submission_json), calibration=CalibrationStatus.model_validate_json(calibration_json)))
+    return grade.model_dump_json()
+
+
+class IsolatedGrading:
+    """A pool of `processes` low-priority child processes making embedded-judge grades (started on first use).
+
+    Args:
+        processes: Child processes (each holds the embedding model: ~0.5 GB).
+    """
+
+    def __init__(self, processes: int = 1) -> None:
+        self.processes = processes
+        self._pool: ProcessPoolExecutor | None = None
+
+    async def grade(self, rubric_id: str, task: Task, submission: Submission, calibration: CalibrationStatus
+                    ) -> Grade:
+        """The embedded judge's grade of `submission` against `task` under the rubric `rubric_id`, made in a child.
+
+        Raises:
+            MalformedDiffError: the submission's diff cannot be parsed (raised in the child, as in-process).
+        """
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_start_child)
+        text = await asyncio.get_running_loop().run_in_executor(
+            self._pool, _grade_in_child, rubric_id, task.model_dump_json(), submission.model_dump_json(),
+            calibration.model_dump_json())
+        return Grade.model_validate_json(text)
+
+    def close(self) -> None:
+        """Stop the children (a grade in flight is abandoned)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
