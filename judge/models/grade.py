@@ -234,11 +234,13 @@ class Grade(BaseModel):
     error_labels: list[str] = Field(default_factory=list, description="EXP-Bench error-taxonomy labels.")
     integrity_flags: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    calibration: CalibrationStatus = Field(default_factory=lambda: CalibrationStatus(calibrated=False))
-    process: dict[str, Any] | None = Field(default=None, description="Process metrics when a trajectory came in.")
+    # Before `calibration`: a stored grade's JSON ends with the run's own fields (judge/store/grade_reuse.py);
+    # the reference is the task's, part of the cached body.
     reference: ReferenceUse | None = Field(
         default=None, description="The task's reference implementation this grade used (its digest beside the "
                                   "fingerprint). None in grades made before it was recorded.")
+    calibration: CalibrationStatus = Field(default_factory=lambda: CalibrationStatus(calibrated=False))
+    process: dict[str, Any] | None = Field(default=None, description="Process metrics when a trajectory came in.")
     usage: Usage = Field(default_factory=Usage)
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
