@@ -54,7 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dispatcher = make_dispatcher(runtime, config.broker_url)
         await dispatcher.start()
         slots = FairSlots(config.grade_slots, config.grade_slots_per_key, config.grade_leaves_per_key,
-                          config.grade_queue_leaves_per_key)
+                          config.grade_queue_leaves_per_key, config.grade_refusals_per_key)
         app.state.service = Service(config, store, runtime, dispatcher, runner_id("api"), slots)
         freeze_startup_objects()  # fewer and shorter full collections while serving
         if config.auth_enabled:

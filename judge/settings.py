@@ -90,6 +90,9 @@ class Settings(BaseSettings):
         default=200, ge=0, description="An embedded-judge grade of more leaves than this is made in a separate, "
         "lower-priority process, so it cannot slow the service's other grades (0: never).")
     isolated_processes: int = Field(default=1, ge=1, description="Processes making such grades.")
+    grade_refusals_per_key: int = Field(
+        default=10, ge=1, description="Synchronous grades of one tenant refused as too costly (413) within 10 s "
+        "before its further grades are refused unparsed (429 with Retry-After).")
     llm_upstream_per_key: int = Field(
         default=8, ge=1, description="LLM calls in flight at once for one tenant, over all its grades and jobs "
         "in one process (so one tenant cannot take every upstream connection).")

@@ -22,7 +22,7 @@ from api.schemas import (
     Links,
 )
 from judge.errors import InputError, MalformedDiffError, SubmissionFormatError, TaskFormatError
-from judge.grading.request_cost import CostBounds, RequestCost, check_cost, request_cost
+from judge.grading.request_cost import CostBounds, RequestCost, RequestTooCostlyError, check_cost, request_cost
 from judge.jobs import GradeItem, JobPayload, SyncGrade, create_job, grade_now
 from judge.loaders.expbench import task_from_expbench
 from judge.loaders.native import parse_submission, parse_task
@@ -214,7 +214,12 @@ async def grade(
     sync = (mode or body.mode) != "async"
     if sync:
         service.slots.check_room(tenant)  # a key over its share is refused before its request is priced
-    payload, leaves = _payload(service, body, [_parse_item(body, "")], sync=sync)
+    try:
+        payload, leaves = _payload(service, body, [_parse_item(body, "")], sync=sync)
+    except RequestTooCostlyError:
+        if sync:
+            service.slots.note_refused(tenant)  # pricing it was work: a key re-sending such requests is slowed
+        raise
     if not sync:
         return await _enqueue(service, tenant, "grade", payload, idempotency_key)
     async with service.slots.slot(tenant, leaves):

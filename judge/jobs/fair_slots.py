@@ -28,15 +28,16 @@ from judge.errors import ExpjudgeError
 # Retry-After of a busy tenant: its mean grade time times its turns to wait, within these bounds.
 MIN_RETRY_AFTER = 1
 MAX_RETRY_AFTER = 120
+# The window over which a key's requests refused as too costly are counted (`FairSlots.refusals`).
+REFUSAL_WINDOW = 10.0
 
 
 class SlotsBusyError(ExpjudgeError):
     """A tenant already has as many grades (leaves) waiting as it may; `retry_after` seconds is when to try again."""
 
-    def __init__(self, key: str, running: int, waiting: int, retry_after: int) -> None:
-        super().__init__(
-            f"this key has {running} grade(s) running and {waiting} waiting, its share of the service; "
-            f"retry after {retry_after} s or send large work to POST /v1/grade?mode=async")
+    def __init__(self, key: str, running: int, waiting: int, retry_after: int, *, reason: str | None = None) -> None:
+        said = reason or f"this key has {running} grade(s) running and {waiting} waiting, its share of the service"
+        super().__init__(f"{said}; retry after {retry_after} s or send large work to POST /v1/grade?mode=async")
         self.key = key
         self.retry_after = retry_after
 
@@ -63,15 +64,19 @@ class FairSlots:
         total: Grades running at once.
         per_key: Of which one key's at most.
         key_cost: Cost (leaves) one key's running grades hold at most together; a grade costing more runs alone.
+        refusals: Requests of one key refused as too costly within `REFUSAL_WINDOW` seconds before its further
+            requests are refused unpriced (429).
         key_queue: Leaves of one key's waiting grades at most; a grade that would pass it is refused with
             `SlotsBusyError` (one grade may wait alone whatever its cost).
     """
 
-    def __init__(self, total: int, per_key: int, key_cost: int, key_queue: int) -> None:
+    def __init__(self, total: int, per_key: int, key_cost: int, key_queue: int, refusals: int = 10) -> None:
         self.total = total
         self.per_key = min(per_key, total)
         self.key_cost = key_cost
         self.key_queue = key_queue
+        self.refusals = refusals
+        self._refused: dict[str, deque[float]] = {}
         self._running = 0
         self._keys: dict[str, _KeyState] = {}
         self._turns: OrderedDict[str, None] = OrderedDict()  # keys with waiting grades, next turn first
@@ -144,12 +149,29 @@ class FairSlots:
                     self._turns.pop(key, None)
             raise
 
+    def note_refused(self, key: str) -> None:
+        """Count a request of `key` refused as too costly: pricing it cost the service some work."""
+        self._refused.setdefault(key, deque()).append(time.monotonic())
+
     def check_room(self, key: str) -> None:
-        """Refuse at once a key whose queue is full, before its request is priced or parsed further.
+        """Refuse at once a key whose queue is full, or that had `refusals` requests refused as too costly in the
+        last `REFUSAL_WINDOW` seconds, before its request is parsed further or priced (a client re-sending an
+        oversized grade would otherwise keep the service parsing it).
 
         Raises:
-            SlotsBusyError: `key`'s waiting grades hold `key_queue` leaves already.
+            SlotsBusyError: `key`'s waiting grades hold `key_queue` leaves already, or it is over its refusals.
         """
+        refused = self._refused.get(key)
+        if refused:
+            now = time.monotonic()
+            while refused and refused[0] < now - REFUSAL_WINDOW:
+                refused.popleft()
+            if len(refused) >= self.refusals:
+                retry = max(MIN_RETRY_AFTER, math.ceil(refused[0] + REFUSAL_WINDOW - now))
+                raise SlotsBusyError(key, 0, 0, retry, reason=f"{len(refused)} requests refused as too costly "
+                                     f"in the last {REFUSAL_WINDOW:.0f} s")
+            if not refused:
+                del self._refused[key]
         state = self._keys.get(key)
         if state is not None and state.waiting and state.waiting_cost >= self.key_queue:
             raise SlotsBusyError(key, state.running, len(state.waiting), self._retry_after(state))

@@ -170,3 +170,14 @@ def test_each_tenant_has_its_own_share_of_upstream_calls() -> None:
         return share.peak
 
     assert asyncio.run(scenario()) == {"a": 2, "b": 2}
+
+
+def test_a_key_refusing_oversized_grades_is_refused_unpriced_for_a_while() -> None:
+    slots = FairSlots(total=2, per_key=1, key_cost=100, key_queue=5, refusals=2)
+    slots.note_refused("a")
+    slots.check_room("a")  # one refusal: still priced
+    slots.note_refused("a")
+    with pytest.raises(SlotsBusyError) as refused:
+        slots.check_room("a")
+    assert refused.value.retry_after >= 1 and "refused as too costly" in str(refused.value)
+    slots.check_room("b")  # another key is not slowed
