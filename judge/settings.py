@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The rubric a grade uses when none is named: expbench-v2 decides requirements with the learned models
-# trained on the papers' own code (bench/train_requirement_model.py); expbench-v1 keeps hand thresholds.
+# trained on the papers' own code (training/train_requirement_model.py); expbench-v1 keeps hand thresholds.
 DEFAULT_RUBRIC = "expbench-v2"
 
 
@@ -59,10 +59,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=10 * 1024 * 1024,
         description="Largest request body (413 above). 10 MiB: a diff that size grades in about 0.86 GB peak "
-                    "RSS on the embedded judge (bench/bad_input.py); raise it only with the memory to match.")
+                    "RSS on the embedded judge (bench/service/bad_input.py); raise it only with the memory to match.")
     # Bounds of one synchronous grade (POST /v1/grade), checked before any grading work (413 above them).
     # EXP-Bench tasks expand to ~5-30 leaves and PaperBench rubrics to at most ~2,000; a leaf of the embedded
-    # judge costs ~25 ms of CPU and ~2.5 KB of answer (bench/bad_neighbour.py), so 2,500 leaves is about a minute.
+    # judge costs ~25 ms of CPU and ~2.5 KB of answer (bench/service/bad_neighbour.py), so 2,500 leaves is about a minute.
     max_sync_leaves: int = Field(
         default=2500, ge=1, description="Leaves one synchronous grade may expand to (the rubric over the task); "
         "above: 413 naming the asynchronous route.")

@@ -317,7 +317,7 @@ class Grader:
         prepared.evidence = self.builder.build(pending, task, prepared.view) if pending else []
         if prepared.evidence:  # each requirement's span of the task's reference implementation, when it has one
             # BM25 alone for requirements without citation: embeddings moved hit@1 0.614 -> 0.630 on the
-            # gt_code gold citations, at ~5 s per task with a cold cache (bench/reference_spans.py)
+            # gt_code gold citations, at ~5 s per task with a cold cache (bench/judging/reference_spans.py)
             attach_reference_spans(self.rubric, task, prepared.evidence)
 
     async def prepare(self, task: Task, submission: Submission, *, task_hash: str | None = None,

@@ -19,7 +19,7 @@ from judge.text.items import parse_design_items, split_claims
 
 # Answer bytes of one leaf besides its target's text: its verdict, reason, evidence quotes and the three closest
 # candidates it was compared with. A leaf of the bundled example's task answers in ~1.7 KB and a short synthetic
-# requirement's in ~2.5 KB (bench/bad_neighbour.py prints the measured figure); the estimate takes the larger.
+# requirement's in ~2.5 KB (bench/service/bad_neighbour.py prints the measured figure); the estimate takes the larger.
 LEAF_ANSWER_BYTES = 2_560
 # Answer bytes of a grade besides its leaves (ids, fingerprint, stages, metrics, warnings).
 GRADE_ANSWER_BYTES = 16_384

@@ -1,7 +1,7 @@
 """Hostile request bodies of a chosen size for POST /v1/grade: huge diffs, huge texts, deep nesting, garbage.
 
 Each case is raw bytes (what a client sends) built from the bundled example request, so the same cases
-serve the bounded test (sizes just above the tests' body limit) and bench/bad_input.py (100 MB diffs, a
+serve the bounded test (sizes just above the tests' body limit) and bench/service/bad_input.py (100 MB diffs, a
 diff of 100,000 files, a 50 MB conclusion). Allowed answers: 413 (over the body limit), 400/422 naming
 the field, or 200 with a grade; never a 5xx, a hang or a dead server.
 """

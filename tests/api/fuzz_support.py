@@ -6,7 +6,7 @@ not be a server error (5xx, except a documented 503 of /readyz); have a status c
 body the OpenAPI document declares; and, when it is a 4xx, carry the error body of api/errors.py whose
 `field` names a part of the request (a body path, a query, path or header parameter, or the body itself).
 
-Used by tests/api/test_api_fuzz.py (bounded) and bench/api_fuzz.py (longer, both stores).
+Used by tests/api/test_api_fuzz.py (bounded) and bench/service/api_fuzz.py (longer, both stores).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ EXP-Bench question entry, a step's extra keys) are picked more often. Each mutan
 
 An answer fails when it is a server error (5xx), or a 422 whose error body names no field.
 
-Used by tests/api/test_api_mutation_fuzz.py (a few hundred requests) and bench/api_mutation_fuzz.py (>= 5,000).
+Used by tests/api/test_api_mutation_fuzz.py (a few hundred requests) and bench/service/api_mutation_fuzz.py (>= 5,000).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Sizes sit just above the tests' 512 KiB body limit (refused at once) or just below it with the most
 hostile shape (thousands of files, one huge line, deep nesting), so the bounded run is quick;
-bench/bad_input.py sends the 100 MB versions to a service with the limit raised and prints peak RSS.
+bench/service/bad_input.py sends the 100 MB versions to a service with the limit raised and prints peak RSS.
 After every case the service must still answer /healthz: no crash, no hang.
 """
 

@@ -1,7 +1,7 @@
 """Schemathesis against our own OpenAPI on a live server: no 5xx, answers as documented, 4xx naming the field.
 
 Every operation, every generated case once with a valid key and once without; at least 1,000 requests.
-The checks are in tests/api/fuzz_support.py; bench/api_fuzz.py runs more cases on both stores.
+The checks are in tests/api/fuzz_support.py; bench/service/api_fuzz.py runs more cases on both stores.
 """
 
 from __future__ import annotations

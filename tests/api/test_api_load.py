@@ -1,7 +1,7 @@
-"""A bounded run of bench/load_soak.py: concurrent clients POST /v1/grade on a real `expjudge serve`, on SQLite with
+"""A bounded run of bench/service/load_soak.py: concurrent clients POST /v1/grade on a real `expjudge serve`, on SQLite with
 the embedded judge and on PostgreSQL with the LLM judge against the local stub. No request may fail, every accepted
 grade is stored exactly once, and no "database is locked" appears. (The full soak, >= 10 minutes per store and
-judge, is the bench: `.venv/bin/python bench/load_soak.py --minutes 10`.)"""
+judge, is the bench: `.venv/bin/python bench/service/load_soak.py --minutes 10`.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "load_soak.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "service" / "load_soak.py"
 
 
 def load_soak() -> ModuleType:

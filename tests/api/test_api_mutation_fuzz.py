@@ -1,6 +1,6 @@
 """Mutants of valid grading requests against a live server: no 5xx, and every 422 names a field.
 
-Bounded here (a few hundred requests, seeded); bench/api_mutation_fuzz.py sends >= 5,000. The mutator is
+Bounded here (a few hundred requests, seeded); bench/service/api_mutation_fuzz.py sends >= 5,000. The mutator is
 in tests/api/mutation_fuzz.py.
 """
 

@@ -1,6 +1,6 @@
 """`expjudge calibrate` on the real CRScore Python+Java labels (a deterministic subset), through CliRunner.
 
-The full set is timed in bench/calibration_speed.py; here `--limit 40` keeps whole diffs of both languages,
+The full set is timed in bench/speed/calibration_speed.py; here `--limit 40` keeps whole diffs of both languages,
 with units both raters labelled, so the human ceiling exists on the same items.
 """
 

@@ -85,7 +85,7 @@ def test_curie_runs_grade_completely(grader: Grader, curie_runs: list[Path], sha
 def test_ground_truth_submission_grades_high(grader: Grader, sample_tasks: list[Task]) -> None:
     """Design and conclusion built from the ground truth pass. A synthetic diff cannot implement anything, and
     the judge reads code, not restated text: the implementation stage is measured on the papers' own code by
-    bench/evidence_gold.py instead."""
+    bench/judging/evidence_gold.py instead."""
     passed = total = 0
     for task in sample_tasks:
         grade = run(grader, task, submission_from_ground_truth(task))
@@ -98,7 +98,7 @@ def test_ground_truth_submission_grades_high(grader: Grader, sample_tasks: list[
     assert passed / total >= 0.97, f"{passed}/{total} leaves pass on ground-truth submissions"
 
 
-@pytest.mark.parametrize("what", ["variable", "claim"])  # requirements: on real code, bench/evidence_gold.py
+@pytest.mark.parametrize("what", ["variable", "claim"])  # requirements: on real code, bench/judging/evidence_gold.py
 def test_dropping_one_item_fails_exactly_that_leaf(grader: Grader, sample_tasks: list[Task], what: str) -> None:
     prefix = {"variable": "design_variable", "requirement": "requirement", "claim": "outcome_claim"}[what]
     checked = exact = 0

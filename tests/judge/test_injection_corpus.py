@@ -10,7 +10,7 @@ the grader. LLM judge (prompts built, no model called): in the prompts of the at
 closed or reopened from inside and the trusted part (system message, leaf lines) is the clean prompts' own;
 the same holds when the attack is made the very evidence a leaf is shown.
 
-bench/injection_corpus.py puts every attack into every part (and, with a local model, counts verdict flips).
+bench/judging/injection_corpus.py puts every attack into every part (and, with a local model, counts verdict flips).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ words (judge/submission/retrieval.py) and the best acting unit is described by i
 requirement and to the sibling requirements (judge/submission/distinguishing.py).
 
 The verdict is the rubric's learned model of that mode (`reference_model`, `text_model`; trained by
-bench/train_requirement_model.py on real code with hard negatives, split by paper), else the hand-set
+training/train_requirement_model.py on real code with hard negatives, split by paper), else the hand-set
 thresholds below. A diff with no unit to cut (it only deletes lines) is aligned hunk by hunk as before.
 """
 

@@ -4,7 +4,7 @@ A cosine of 0.45 between a requirement and a code unit means a near-certain matc
 ("Step 3: train the model ... (file:lines)") and next to nothing for a one-sentence PaperBench leaf about one
 formula, whose cosine with any code is low. One global threshold cannot serve both. So every requirement is
 also compared with a bank of decoys: code units of real research repositories that implement none of the
-requirements a user grades (`decoy_bank.npz`, built by bench/build_decoy_bank.py from the training halves
+requirements a user grades (`decoy_bank.npz`, built by training/build_decoy_bank.py from the training halves
 of the EXP-Bench papers' own code and of the PaperBench papers' official code: embeddings and line hashes
 only, no code). The features say where the best
 candidate stands in the requirement's own decoy distribution (`txt_decoy_z`: standard scores above the
@@ -137,7 +137,7 @@ def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int]
 
 
 def pack_bank(vectors: np.ndarray, hashes: Iterable[Sequence[int]], model: str) -> dict[str, np.ndarray]:
-    """The arrays `decoy_bank` reads, for bench/build_decoy_bank.py."""
+    """The arrays `decoy_bank` reads, for training/build_decoy_bank.py."""
     lists = [list(h) for h in hashes]
     offsets = np.zeros(len(lists) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(h) for h in lists])

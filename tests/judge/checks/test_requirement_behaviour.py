@@ -18,7 +18,7 @@ from judge.reference.behaviour_similarity import similarity
 from judge.rubric_loader import load_rubric
 from judge.submission.view import SubmissionView
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir()]
 from reference_variants import RESTATEMENTS, added_diff, rewrite
 
 TRAIN = '''import torch
@@ -80,7 +80,7 @@ def _implementation(grade: Grade) -> dict[str, str]:
 
 @pytest.fixture(scope="module", params=["expbench-v1", "expbench-v2"])
 def grader(request: pytest.FixtureRequest) -> Grader:
-    """The hand-set decision (v1) and the learned one (v2, bench/train_requirement_model.py)."""
+    """The hand-set decision (v1) and the learned one (v2, training/train_requirement_model.py)."""
     return Grader(load_rubric(str(request.param)), EmbeddedJudge())
 
 

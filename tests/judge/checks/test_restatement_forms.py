@@ -1,4 +1,4 @@
-"""Restatements the requirement model never trained on (bench/restatement_forms.py) do not act, and the code
+"""Restatements the requirement model never trained on (bench/judging/restatement_forms.py) do not act, and the code
 that does something still does: the gate's rules one by one, then whole grades of the toy task."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from judge.submission.code_line_roles import is_prose
 from judge.submission.view import SubmissionView
 from tests.judge.checks.test_requirement_behaviour import TRAIN, _grade, _implementation, _task
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir()]
 from reference_variants import RESTATEMENTS, added_diff
 from restatement_forms import FORMS
 
@@ -125,7 +125,7 @@ def grader(request: pytest.FixtureRequest) -> Grader:
 
 # Forms the rules above stop; `unrelated_calls`, `shell_script`, `argparse_flags` and `class_state_flags` still
 # pass leaves without the reference on some papers (names and flags made of the requirement's words, a flag
-# key that is also a method's name): bench/restatement_forms.py reports them.
+# key that is also a method's name): bench/judging/restatement_forms.py reports them.
 STOPPED = ("markdown_plan", "identity_fns", "call_chain", "test_stubs", "dataclass_fields", "notebook", "json_spec",
            "raise_unavailable", "str_wrappers", "registry_decorators", "yaml_pipeline")
 

@@ -157,7 +157,7 @@ async def test_the_coder_model_tells_a_requirement_s_code_from_unrelated_text(co
     # The model's own vote on the leaf whose hunk does exactly what it asks. A positive vote whose quote is
     # not verbatim in the diff is then `unscored` by the quote check, which is the judge's rule, not the
     # model's reading. (Its votes on the two unrelated leaves are not asserted: in one 3-leaf call it has
-    # voted "pass" on the plot hunk for the --lr requirement; bench/coder_judge.py measures such errors.)
+    # voted "pass" on the plot hunk for the --lr requirement; bench/judging/coder_judge.py measures such errors.)
     assert by_id["requirement.0"].votes == {"pass": 1}, by_id["requirement.0"]
     for result in outcome.results:
         assert sum(result.votes.values()) == 1, result  # one sample, one valid answer per leaf

@@ -1,0 +1,142 @@
+"""Submissions where location and naming carry no answer (issue 36), for bench/judging/location_gold.py and the
+requirement model's training (training/train_requirement_model.py).
+
+* `moved`: the paper's own code, every file moved to a neutral path (`agent_code/module_N.<ext>`), nothing
+  else changed: every cited leaf should still pass.
+* `foreign_at_cited`: another paper's code with its files renamed onto this task's paths (the files the
+  requirements cite first, largest foreign file first): no leaf should pass.
+* `merged`: the paper's own code with all files of one language concatenated into one file (`main.<ext>`):
+  every cited leaf should still pass (training only: another location shape).
+* `value_changed`: the paper's own code with, in one requirement's cited lines, every number the requirement
+  states (`judge.checks.requirement.stated_values`) replaced by another value: that leaf should not pass;
+  leaves whose cited lines it did not touch keep their verdict.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir()]
+
+from evidence_gold import FileBlock, GoldCase, Span
+from reference_variants import added_diff
+
+from judge.checks.requirement.stated_values import NUMBER_LITERAL, parse_number, same_number, stated_values
+
+VALUE_CHANGES_PER_TASK = 3
+
+
+def _files(blocks: list[FileBlock]) -> dict[str, str]:
+    return {b.path: "\n".join(b.lines) for b in blocks}
+
+
+def _extension(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name[name.rfind("."):] if "." in name else ""
+
+
+def moved(case: GoldCase) -> tuple[str, dict[str, str]]:
+    """The own code at neutral paths, and the old path -> new path map."""
+    mapping = {b.path: f"agent_code/module_{i}{_extension(b.path)}" for i, b in enumerate(case.blocks)}
+    return added_diff({mapping[p]: text for p, text in _files(case.blocks).items()}), mapping
+
+
+def merged(case: GoldCase) -> str:
+    """The own code with each language's files concatenated into one `main.<ext>` file."""
+    out: dict[str, list[str]] = {}
+    for block in case.blocks:
+        out.setdefault(f"main{_extension(block.path)}", []).extend([*block.lines, ""])
+    return added_diff({path: "\n".join(lines) for path, lines in out.items()})
+
+
+def foreign_at_cited(case: GoldCase, foreign: GoldCase) -> str:
+    """`foreign`'s code with its files renamed onto `case`'s paths (cited files first)."""
+    cited_files = list(dict.fromkeys(s.file for spans in case.cited.values() for s in spans))
+    targets = cited_files + [b.path for b in case.blocks if b.path not in cited_files]
+    sources = sorted(foreign.blocks, key=lambda b: -len(b.lines))
+    files: dict[str, str] = {}
+    for i, block in enumerate(sources):
+        path = targets[i] if i < len(targets) else f"agent_code/extra_{i}{_extension(block.path)}"
+        files[path] = "\n".join(block.lines)
+    return added_diff(files)
+
+
+def _changed(number: float, literal: str) -> str:
+    """Another value for a stated number, written the way the code wrote the old one."""
+    if "." in literal or "e" in literal.lower():
+        new = number * 10 if 0 < abs(number) < 1 else number * 2 + 1
+        return repr(float(new))
+    return str(int(number) * 2 + 3 if number else 3)
+
+
+def value_changes(case: GoldCase, limit: int = VALUE_CHANGES_PER_TASK) -> list[tuple[int, str, list[str]]]:
+    """(requirement index, diff, changed stated values) for the first `limit` cited requirements whose
+    cited lines hold a number their text states."""
+    out: list[tuple[int, str, list[str]]] = []
+    requirements = list(case.task.requirements)
+    for index in sorted(case.cited):
+        if len(out) >= limit or index >= len(requirements):
+            break
+        # A whole 0 or 1 ("reward == 1") is a switch or an index, not a setting: changing every 1 of the cited
+        # lines would change the code, not a stated value.
+        values = [v for v in stated_values(requirements[index])
+                  if not v.stem and not (all(x in (0.0, 1.0) for x in v.values) and "." not in v.text)]
+        spans = case.cited[index]
+        blocks = {b.path: list(b.lines) for b in case.blocks}
+        changed: list[str] = []
+        for value in values:
+            hit = False
+            for span in spans:
+                lines = blocks[span.file]
+                for n in range(span.start - 1, span.end):
+                    line = lines[n]
+                    new_line = _replace_number(line, value.values)
+                    if new_line != line:
+                        lines[n], hit = new_line, True
+            if hit:
+                changed.append(value.text)
+        if changed:
+            out.append((index, added_diff({p: "\n".join(lines) for p, lines in blocks.items()}), changed))
+    return out
+
+
+def _replace_number(line: str, values: tuple[float, ...]) -> str:
+    def swap(match: re.Match[str]) -> str:
+        number = parse_number(match.group(1))
+        if number is None or not any(same_number(number, v) for v in values):
+            return match.group(0)
+        return _changed(number, match.group(1)) + (match.group(2) or "")
+    if line.lstrip().startswith("#"):
+        return line
+    return NUMBER_LITERAL.sub(swap, line)
+
+
+def touched_by(case: GoldCase, index: int) -> set[int]:
+    """The other cited requirements whose cited lines overlap requirement `index`'s."""
+    return {other for other in case.cited if other != index
+            and any(s.overlaps(r) for s in case.cited[other] for r in case.cited[index])}
+
+
+def location_variants(case: GoldCase, cases: list[GoldCase], foreign: GoldCase | None,
+                      *, merged_too: bool = False) -> list[Any]:
+    """The variants of this module as `reference_cases.Variant`s (expected verdicts per cited leaf)."""
+    from reference_cases import Variant  # reference_cases imports this module
+
+    cited = sorted(case.cited)
+    out = [Variant("moved", moved(case)[0], dict.fromkeys(cited, "pass"))]
+    if merged_too:
+        out.append(Variant("merged", merged(case), dict.fromkeys(cited, "pass")))
+    if foreign is not None:
+        out.append(Variant("foreign_at_cited", foreign_at_cited(case, foreign), dict.fromkeys(cited, "fail")))
+    for index, diff, _ in value_changes(case):
+        touched = touched_by(case, index)
+        expected: dict[int, str | None] = {o: (None if o in touched else "pass") for o in cited}
+        expected[index] = "fail"
+        out.append(Variant("value_changed", diff, expected, dropped=index))
+    return out
+
+
+__all__ = ["Span", "foreign_at_cited", "location_variants", "merged", "moved", "value_changes"]

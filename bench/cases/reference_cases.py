@@ -1,0 +1,115 @@
+"""The gt_code tasks as graded cases: each task's variants, with and without its reference, and what each
+requirement leaf of each variant should be (shared by bench/judging/reference_gold.py and
+training/train_requirement_model.py).
+
+A task's reference is its paper's own code (gt.diff) handed to the grader as `Task.ground_truth_diff`;
+without it the task is graded as EXP-Bench ships it. Papers are split in two halves by a fixed rule
+(`split_papers`): the requirement model trains on one, and the bench reports the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir()]
+
+from evidence_gold import FileBlock, GoldCase, Span, load_cases, render_without
+from reference_variants import RESTATEMENTS, added_diff, rewrite
+
+from judge.models import Task
+
+DROPS_PER_TASK = 3
+
+
+def split_papers(papers: list[str]) -> tuple[list[str], list[str]]:
+    """(train, held out): papers ordered by a hash of their id, alternately assigned (a fixed, id-blind rule)."""
+    ordered = sorted(papers, key=lambda p: hashlib.sha256(p.encode()).hexdigest())
+    return sorted(ordered[0::2]), sorted(ordered[1::2])
+
+
+@dataclass
+class Variant:
+    """One submission made from a task: its diff and, per requirement index, the verdict it should get
+    ("pass" / "fail"), None where the bench reads it without a target (e.g. the leaves around a drop)."""
+
+    kind: str
+    diff: str
+    expected: dict[int, str | None] = field(default_factory=dict)
+    dropped: int | None = None
+
+
+def files_of(blocks: list[FileBlock]) -> dict[str, str]:
+    """Path -> text of an all-added diff's files."""
+    return {b.path: "\n".join(b.lines) for b in blocks}
+
+
+def with_reference(task: Task, diff: str) -> Task:
+    """The task carrying its paper's code as the reference implementation."""
+    return task.model_copy(update={"ground_truth_diff": diff})
+
+
+def _cited_lines(case: GoldCase, index: int) -> list[str]:
+    by_path = {b.path: b.lines for b in case.blocks}
+    return [line.strip() for s in case.cited[index] for line in by_path[s.file][s.start - 1 : s.end] if line.strip()]
+
+
+def other_task(case: GoldCase, cases: list[GoldCase]) -> GoldCase | None:
+    """Another task of the same paper: the one whose files overlap this task's least."""
+    mine = {b.path for b in case.blocks}
+    others = [c for c in cases if c.paper == case.paper and c.task.task_id != case.task.task_id]
+    return min(others, key=lambda c: (len(mine & {b.path for b in c.blocks}), c.task.task_id), default=None)
+
+
+def variants(case: GoldCase, cases: list[GoldCase], *, drops: int = DROPS_PER_TASK,
+             restatements: bool = True) -> list[Variant]:
+    """Own code, its rewrite, drop-one (the first `drops` cited requirements), another task's code, and
+    (when `restatements`) every restatement form."""
+    cited = sorted(case.cited)
+    out = [Variant("own", case.diff, dict.fromkeys(cited, "pass")),
+           Variant("rewrite", added_diff(rewrite(files_of(case.blocks))), dict.fromkeys(cited, "pass"))]
+    for index in cited[:drops]:
+        removed = case.cited[index]
+        expected: dict[int, str | None] = {index: "fail"}
+        for other in cited:
+            if other != index:
+                touched = any(s.overlaps(r) for s in case.cited[other] for r in removed)
+                expected[other] = None if touched else "pass"
+        out.append(Variant("drop", render_without(case.blocks, removed), expected, dropped=index))
+    foreign = other_task(case, cases)
+    if foreign is not None:
+        present = "\n".join(line.strip() for b in foreign.blocks for line in b.lines)
+        expected = {}
+        for index in cited:
+            lines = _cited_lines(case, index)
+            # A leaf whose cited lines the other task's code holds too is implemented there: no target.
+            expected[index] = None if lines and all(line in present for line in lines) else "fail"
+        out.append(Variant("other_task", foreign.diff, expected))
+    if restatements:
+        requirements = list(case.task.requirements)
+        for kind, make in RESTATEMENTS.items():
+            out.append(Variant(f"restate_{kind}", added_diff(make(requirements)),
+                               dict.fromkeys(range(len(requirements)), "fail")))
+    return out
+
+
+def other_paper(case: GoldCase, cases: list[GoldCase]) -> Variant | None:
+    """The code of a task of another paper among `cases` (the next paper in id order): real code that
+    implements none of this task's requirements."""
+    papers = sorted({c.paper for c in cases} - {case.paper})
+    if not papers:
+        return None
+    nxt = next((p for p in papers if p > case.paper), papers[0])
+    foreign = min((c for c in cases if c.paper == nxt), key=lambda c: c.task.task_id)
+    return Variant("other_paper", foreign.diff, dict.fromkeys(sorted(case.cited), "fail"))
+
+
+def all_cases(papers: list[str] | None = None) -> list[GoldCase]:
+    """Every gt_code case (of `papers`)."""
+    return load_cases(papers, None)
+
+
+__all__ = ["GoldCase", "Span", "Variant", "all_cases", "files_of", "other_paper", "other_task", "split_papers",
+           "variants", "with_reference"]

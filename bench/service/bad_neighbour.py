@@ -1,0 +1,213 @@
+"""The bad neighbour (issue 37): N keys send normal grades while one key sends oversized and slow ones.
+
+Starts `expjudge serve` (default settings but the body limit) on SQLite and on PostgreSQL. For each store it
+runs two phases of `--seconds` each, in the same run: the N normal keys alone, then the same keys while the
+bad key sends, from `--bad-threads` threads at once, requests over the synchronous leaf bound (413 expected)
+and slow requests of `--bad-leaves` leaves (graded, or 429 with Retry-After once the key is over its
+share). A normal key sends the bundled example (examples/grade_request.json, the EXP-Bench 93022:0 task and
+the Curie agent's run) with a fresh conclusion each time, so every grade is made afresh, one after another.
+
+Prints each normal key's p50/p95/p99 latency alone and beside the bad neighbour, the target (the normal keys'
+p99 with the neighbour at most 2x their p99 alone), the requests lost (no answer, or a 5xx), and the bad key's
+answers by status (with how many 429s carried Retry-After). Also the answer bytes per leaf of a slow grade,
+the figure `judge.grading.request_cost.LEAF_ANSWER_BYTES` estimates.
+
+    PYTHONPATH=$PWD python bench/service/bad_neighbour.py [--keys 3] [--seconds 40] [--bad-leaves 800]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from judge.devtools.local_services import offline_env, scratch_database, start_service
+from judge.settings import Settings
+from judge.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = json.loads((ROOT / "examples" / "grade_request.json").read_text(encoding="utf-8"))
+
+
+def normal_request() -> dict[str, Any]:
+    marker = uuid.uuid4().hex[:10]
+    submission = {**EXAMPLE["submission"], "submission_id": f"sub-{marker}", "run_id": f"run-{marker}",
+                  "conclusion": f"{EXAMPLE['submission']['conclusion']} (run {marker})"}
+    return {**EXAMPLE, "submission": submission}
+
+
+def large_request(extra: int) -> dict[str, Any]:
+    request = normal_request()
+    marker = request["submission"]["run_id"]
+    requirements = [*EXAMPLE["task"]["requirements"],
+                    *(f"Compute the divergence of collective variable {n} for {marker}" for n in range(extra))]
+    return {**request, "task": {**EXAMPLE["task"], "requirements": requirements}}
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+class Tally:
+    """Latencies and outcomes of one key in one phase."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self.statuses: Counter[str] = Counter()
+        self.retry_after = 0
+        self.lost = 0
+        self.lock = threading.Lock()
+
+    def add(self, status: str, seconds: float | None, *, retry_after: bool = False) -> None:
+        with self.lock:
+            self.statuses[status] += 1
+            if seconds is not None:
+                self.seconds.append(seconds)
+            self.retry_after += retry_after
+            self.lost += status in ("error",) or status.startswith("5")
+
+
+def send(client: httpx.Client, body: dict[str, Any], tally: Tally) -> httpx.Response | None:
+    started = time.perf_counter()
+    try:
+        response = client.post("/v1/grade", json=body)
+    except httpx.HTTPError:
+        tally.add("error", None)
+        return None
+    elapsed = time.perf_counter() - started
+    tally.add(str(response.status_code), elapsed if response.status_code == 200 else None,
+              retry_after="Retry-After" in response.headers)
+    return response
+
+
+def normal_key(base: str, key: str, until: float, tally: Tally) -> None:
+    with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
+        while time.monotonic() < until:
+            send(client, normal_request(), tally)
+
+
+def bad_key(base: str, key: str, until: float, tally: Tally, oversized: int, slow: int,
+            leaf_bytes: list[float]) -> None:
+    with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
+        turn = 0
+        while time.monotonic() < until:
+            turn += 1
+            body = large_request(oversized if turn % 2 else slow)
+            response = send(client, body, tally)
+            if response is not None and response.status_code == 200:
+                leaves = len(response.json()["leaves"])
+                leaf_bytes.append(len(response.content) / leaves)
+            if response is not None and response.status_code == 429:  # a careless client retries at once
+                time.sleep(0.05)
+
+
+def add_key(database_url: str, tenant: str) -> str:
+    async def create() -> str:
+        store = Store(database_url)
+        try:
+            await store.migrate()
+            return (await store.api_keys.create(tenant))[1]
+        finally:
+            await store.close()
+
+    return asyncio.run(create())
+
+
+def run_phase(base: str, keys: dict[str, str], seconds: float, bad: tuple[str, int, int, int] | None
+              ) -> tuple[dict[str, Tally], Tally, list[float]]:
+    until = time.monotonic() + seconds
+    tallies = {tenant: Tally() for tenant in keys}
+    bad_tally, leaf_bytes = Tally(), list[float]()
+    threads = [threading.Thread(target=normal_key, args=(base, key, until, tallies[tenant]))
+               for tenant, key in keys.items()]
+    if bad is not None:
+        key, threads_n, oversized, slow = bad
+        threads += [threading.Thread(target=bad_key, args=(base, key, until, bad_tally, oversized, slow,
+                                                           leaf_bytes)) for _ in range(threads_n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return tallies, bad_tally, leaf_bytes
+
+
+def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path) -> bool:
+    env = offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true")
+    child, base = start_service(logs, env)
+    try:
+        keys = {f"normal-{n}": add_key(url, f"normal-{n}") for n in range(args.keys)}
+        bad = add_key(url, "bad-neighbour")
+        with httpx.Client(base_url=base, headers={"X-API-Key": bad}, timeout=600) as client:  # warm up
+            client.post("/v1/grade", json=normal_request()).raise_for_status()
+        oversized = Settings().max_sync_leaves  # requirements over the bound: every leaf template adds more
+        alone, _, _ = run_phase(base, keys, args.seconds, None)
+        beside, bad_tally, leaf_bytes = run_phase(base, keys, args.seconds,
+                                                  (bad, args.bad_threads, oversized, args.bad_leaves))
+    finally:
+        child.stop()
+    print(f"\n== {name}: {args.keys} normal keys, {args.seconds:.0f} s alone then {args.seconds:.0f} s beside the "
+          f"bad key ({args.bad_threads} threads: {oversized:,}+ requirements and {args.bad_leaves:,}-requirement "
+          "grades in turn)")
+    print(f"{'key':<12}{'n alone':>8}{'p50':>8}{'p95':>8}{'p99':>8} | {'n beside':>8}{'p50':>8}{'p95':>8}"
+          f"{'p99':>8}{'p99 x':>7}")
+    ok = True
+    lost = 0
+    for tenant in keys:
+        a, b = alone[tenant], beside[tenant]
+        ratio = percentile(b.seconds, 99) / percentile(a.seconds, 99)
+        ok &= ratio <= 2
+        lost += a.lost + b.lost
+        print(f"{tenant:<12}{len(a.seconds):>8}" + "".join(f"{percentile(a.seconds, q):>8.3f}" for q in (50, 95, 99))
+              + f" | {len(b.seconds):>8}" + "".join(f"{percentile(b.seconds, q):>8.3f}" for q in (50, 95, 99))
+              + f"{ratio:>7.2f}")
+    every_alone = [s for t in alone.values() for s in t.seconds]
+    every_beside = [s for t in beside.values() for s in t.seconds]
+    all_ratio = percentile(every_beside, 99) / percentile(every_alone, 99)
+    print(f"{'all normal':<12}{len(every_alone):>8}{percentile(every_alone, 99):>24.3f} | {len(every_beside):>8}"
+          f"{percentile(every_beside, 99):>24.3f}{all_ratio:>7.2f}")
+    print(f"target: normal keys' p99 beside the neighbour <= 2x alone: {'MET' if ok else 'NOT MET'} "
+          f"(every key); lost normal requests: {lost}")
+    print(f"bad key: {dict(bad_tally.statuses)}; 429s with Retry-After: {bad_tally.retry_after}/"
+          f"{bad_tally.statuses['429']}; lost: {bad_tally.lost}")
+    if leaf_bytes:
+        print(f"answer bytes per leaf of a slow grade: {statistics.mean(leaf_bytes):,.0f}")
+    return ok and lost == 0 and bad_tally.lost == 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keys", type=int, default=3, help="normal keys")
+    parser.add_argument("--seconds", type=float, default=40.0, help="length of each phase")
+    parser.add_argument("--bad-leaves", type=int, default=800, help="requirements of the bad key's slow grades")
+    parser.add_argument("--bad-threads", type=int, default=12, help="the bad key's requests at once")
+    parser.add_argument("--stores", default="sqlite,postgres")
+    args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # figures show as each store ends
+    print("reproduce: PYTHONPATH=$PWD python " + " ".join(sys.argv))
+    met = True
+    with tempfile.TemporaryDirectory(prefix="bad-neighbour-") as tmp, ExitStack() as stack:
+        logs = Path(tmp)
+        for name in args.stores.split(","):
+            url = (stack.enter_context(scratch_database()) if name == "postgres"
+                   else f"sqlite+aiosqlite:///{logs / 'expjudge.db'}")
+            met &= bench_store(name, url, args, logs)
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

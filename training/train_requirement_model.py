@@ -1,0 +1,282 @@
+"""Train the requirement check's learned decisions and write them into rubrics/expbench-v2.yaml.
+
+Data: the gt_code tasks of the TRAIN half of the papers (`reference_cases.split_papers`; the other half is
+what bench/judging/reference_gold.py reports). Each task gives real code with hard negatives
+(`reference_cases.variants`; restatements left out, so the bench's restatement figures measure forms the
+model never saw): the paper's own code and its equivalent rewrite (cited leaves: pass), drop-one (the
+dropped leaf: fail; leaves whose cited lines stayed: pass), another task's code of the same paper (leaves
+it does not hold: fail) and a task of another train paper (every cited leaf: fail). Every variant's
+evidence is built twice, with the reference (features `REFERENCE_FEATURES` and `TEXT_FEATURES`) and
+without (`TEXT_FEATURES`), and one model is trained per mode by
+`calibration.decision_model.fit_decision_model` (C and decision weights chosen by cross-validation grouped
+by task; without a reference the weights are set for a pass recall of `TEXT_PASS_RECALL` on the
+cross-validated train predictions). Leaves with no acting candidate are decided by the gate, not the
+model, and are left out.
+
+The rubric is expbench-v1 with its requirement check's arguments extended by `text_model` and
+`reference_model` (plain data: part of the rubric hash, hence of every grade's fingerprint).
+
+Reproduce:  .venv/bin/python training/train_requirement_model.py [--features out/requirement_features.json]
+            [--out rubrics/expbench-v2.yaml] [--dry-run]
+            (about 15 minutes on 2 cores; --features keeps the collected features for a re-fit)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[1] / "bench").iterdir()) if d.is_dir()]
+
+from judge.settings import configure_offline_environment
+
+configure_offline_environment()
+
+import numpy as np  # noqa: E402
+from location_variants import location_variants  # noqa: E402
+from paperbench_cases import code_diff, foreign_paper, load_case, paper_split  # noqa: E402
+from reference_cases import all_cases, other_paper, split_papers, variants, with_reference  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import cross_val_predict  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from calibration.decision_model import fit_decision_model, fold_splits  # noqa: E402
+from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
+from judge.checks.requirement.features import REFERENCE_FEATURES, TEXT_FEATURES  # noqa: E402
+from judge.checks.requirement.payload import UnitMeta  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
+from judge.judges.embedded import EmbeddedJudge  # noqa: E402
+from judge.models import Submission  # noqa: E402
+from judge.rubric_loader import load_rubric  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "rubrics" / "expbench-v1.yaml"
+TARGET = ROOT / "rubrics" / "expbench-v2.yaml"
+TEXT_PASS_RECALL = 0.9
+# (features, label, group: the task, the variant kind it came from)
+Row = tuple[dict[str, float], str, str, str]
+_ARGS_LINE = re.compile(r"^(\s*)args: \{pass_threshold: [^\n]*top_k: 3\}$", re.M)
+
+
+async def collect(cases: list[Any], grader: Grader, console: Console,
+                  everything: list[Any]) -> dict[str, list[Row]]:
+    """(features, label, group, variant kind) of every labelled leaf with an acting candidate, per mode
+    (`everything`: all cases, where another task of the same paper is found)."""
+    rows: dict[str, list[Row]] = {"text": [], "reference": []}
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = progress.add_task("features", total=len(cases))
+        for case in cases:
+            progress.update(bar, description=f"features {case.task.task_id}")
+            foreign = other_paper(case, cases)
+            foreign_case = next((c for c in cases if foreign and c.diff == foreign.diff), None)
+            # Location carries no answer: own code moved or merged passes, foreign code at the cited paths fails
+            # (a changed stated value is decided by the value check, not learned: left out).
+            located = [v for v in location_variants(case, everything, foreign_case, merged_too=True)
+                       if v.kind != "value_changed"]
+            for variant in [*variants(case, everything, restatements=False), *([foreign] if foreign else []),
+                            *located]:
+                for mode, task in (("text", case.task), ("reference", with_reference(case.task, case.diff))):
+                    submission = Submission(submission_id=f"train:{variant.kind}", task_id=task.task_id,
+                                            diff=variant.diff)
+                    prepared = await grader.prepare(task, submission)
+                    for evidence in prepared.evidence:
+                        index = evidence.leaf.id.rsplit(".", 1)[-1]
+                        if evidence.leaf.stage != "implementation" or not index.isdigit():
+                            continue
+                        label = variant.expected.get(int(index))
+                        if label is None or not any(isinstance(s.meta, UnitMeta) and s.meta.code
+                                                    for s in evidence.snippets):
+                            continue
+                        rows[mode].append((requirement_feature_vector(evidence), label, case.task.task_id,
+                                           variant.kind))
+            progress.advance(bar)
+    return rows
+
+
+async def collect_paperbench(grader: Grader, console: Console, max_leaves: int) -> list[Row]:
+    """Text-mode rows of the TRAIN half of the PaperBench papers: their Code Development leaves against their
+    official code (pass: noisy, official code does not implement every leaf) and against the next train
+    paper's code (fail). Another rubric style (one sentence per leaf), so the model stays on scale."""
+    train_papers, _ = paper_split()
+    rows: list[Row] = []
+    for paper in train_papers:
+        case = load_case(paper)
+        task = case.task.model_copy(update={"requirements": case.task.requirements[:max_leaves]})
+        for label, diff in (("pass", code_diff(paper)), ("fail", code_diff(foreign_paper(paper, train_papers)))):
+            started = time.perf_counter()
+            prepared = await grader.prepare(task, Submission(submission_id=f"train:pb:{label}", task_id=task.task_id,
+                                                             diff=diff))
+            for evidence in prepared.evidence:
+                if evidence.leaf.stage != "implementation" or not any(
+                        isinstance(s.meta, UnitMeta) and s.meta.code for s in evidence.snippets):
+                    continue
+                rows.append((requirement_feature_vector(evidence), label, task.task_id, f"paperbench_{label}"))
+            console.print(f"  paperbench {paper} ({label}): {time.perf_counter() - started:.0f} s")
+    return rows
+
+
+def train(rows: list[Row], names: tuple[str, ...], papers: list[str],
+          pass_recall: float | None = None) -> Any:
+    """The calibrated model of one mode. With `pass_recall`, the decision weights are set so that the
+    cross-validated predictions pass that share of the real implementations (labelled pass) of the train
+    papers, the fewest negatives passing at that recall; else they maximise macro-F1."""
+    x = np.array([[row[0][name] for name in names] for row in rows], dtype=np.float64)
+    y = [row[1] for row in rows]
+    groups = [row[2] for row in rows]
+    provenance: dict[str, Any] = {"train_papers": papers, "source": "gt_code variants",
+                                  "script": "training/train_requirement_model.py"}
+    trained = fit_decision_model(x, y, groups, names, objective="macro_f1", provenance=provenance)
+    if pass_recall is None:
+        return trained
+    pipeline = make_pipeline(StandardScaler(), LogisticRegression(C=trained.c, max_iter=5000))
+    scores = cross_val_predict(pipeline, x, np.asarray(y), cv=fold_splits(y, groups), method="decision_function")
+    model = trained.model
+    p_pass = model.calibrate(np.asarray(scores, dtype=np.float64))[:, model.classes.index("pass")]
+    positives = np.sort(p_pass[np.asarray(y) == "pass"])
+    threshold = float(positives[int((1.0 - pass_recall) * len(positives))])
+    weights = [1.0, 1.0]
+    weights[model.classes.index("fail")] = threshold / max(1e-6, 1.0 - threshold)
+    negatives = p_pass[np.asarray(y) == "fail"]
+    info = {**model.trained_on, "operating_point": f"pass recall {pass_recall} on cross-validated train predictions",
+            "threshold_p_pass": round(threshold, 4),
+            "cv_fail_passed": round(float(np.mean(negatives >= threshold)), 4) if len(negatives) else None}
+    trained.model = model.model_copy(update={"decision_weights": weights, "trained_on": info})
+    return trained
+
+
+def print_cv_by_kind(console: Console, rows: list[Row], predicted: list[str]) -> None:
+    """The cross-validated predictions (weights chosen for macro-F1) by variant kind and label: the share
+    that passes (a dropped leaf is "drop/fail", a leaf of a drop-one submission whose lines stayed "drop/pass")."""
+    groups: dict[str, list[bool]] = {}
+    for row, label in zip(rows, predicted, strict=True):
+        groups.setdefault(f"{row[3]}/{row[1]}", []).append(label == "pass")
+    console.print("  cross-validated share passed: " + ", ".join(
+        f"{key} {sum(found) / len(found):.3f} (n={len(found)})" for key, found in sorted(groups.items())))
+
+
+def distinct_rows(rows: list[Row]) -> list[Row]:
+    """`rows` without repeats: the same task, label and feature values (rounded to 1e-6) kept once."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[Row] = []
+    for row in rows:
+        key = (row[2], row[1], tuple(round(value, 6) for _, value in sorted(row[0].items())))
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
+
+
+def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], target: Path = TARGET) -> None:
+    """expbench-v2: expbench-v1 with both models in the requirement check's arguments, written to `target`."""
+    source = SOURCE.read_text(encoding="utf-8")
+    match = _ARGS_LINE.search(source)
+    if match is None:
+        raise SystemExit("the requirement check's args line of expbench-v1.yaml changed: update _ARGS_LINE")
+    args = {"pass_threshold": 0.5, "partial_threshold": 0.38, "explain_away_margin": 0.12, "file_bonus": 0.08,
+            "top_k": 3, "text_model": text_model, "reference_model": reference_model}
+    body = source[: match.start()] + f"{match.group(1)}args: {json.dumps(args)}" + source[match.end():]
+    body = body.replace("# expbench-v1:", "# expbench-v2 (expbench-v1 with the requirement check's learned "
+                        "decisions; written by training/train_requirement_model.py, do not edit by hand):", 1)
+    body = re.sub(r"(?m)^id: expbench-v1$", "id: expbench-v2", body, count=1)
+    body = re.sub(r"(?m)^version: \"[^\"]*\"$", "version: \"2.2.0\"", body, count=1)
+    target.write_text(body, encoding="utf-8")
+
+
+JUDGEEVAL = ROOT / "rubrics" / "judgeeval-v1.yaml"
+_JUDGEEVAL_ARGS = re.compile(r"(?m)^(\s*)args: \{pass_threshold: 0\.5, partial_threshold: 0\.5,[^\n]*\}$|"
+                             r'^(\s*)args: \{"pass_threshold": 0\.5, "partial_threshold": 0\.5,[^\n]*\}$')
+
+
+def write_judgeeval(text_model: dict[str, Any], target: Path = JUDGEEVAL) -> None:
+    """judgeeval-v1 with the same text model on its Code Development leaf (the first requirement check), so a
+    PaperBench rubric is decided by the decision trained on both rubric styles, not by one cosine threshold."""
+    source = target.read_text(encoding="utf-8")
+    match = _JUDGEEVAL_ARGS.search(source)
+    if match is None:
+        raise SystemExit("the Code Development args line of judgeeval-v1.yaml changed: update _JUDGEEVAL_ARGS")
+    indent = match.group(1) if match.group(1) is not None else match.group(2)
+    args = {"pass_threshold": 0.5, "partial_threshold": 0.5, "explain_away_margin": 0.12, "file_bonus": 0.08,
+            "top_k": 3, "text_model": text_model}
+    body = source[: match.start()] + f"{indent}args: {json.dumps(args)}" + source[match.end():]
+    body = re.sub(r'(?m)^version: "[^"]*"$', 'version: "1.1.0"', body, count=1)
+    target.write_text(body, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks-per-paper", type=int, default=None)
+    parser.add_argument("--dry-run", action="store_true", help="train and print, do not write the rubric")
+    parser.add_argument("--out", type=Path, default=TARGET,
+                        help="where the rubric is written (default rubrics/expbench-v2.yaml; another path keeps "
+                             "the stored models while the bench grades with --rubric PATH)")
+    parser.add_argument("--paperbench-leaves", type=int, default=120,
+                        help="Code Development leaves per TRAIN PaperBench paper added to the text model's data "
+                             "(0: none)")
+    parser.add_argument("--features", type=Path, default=None,
+                        help="a JSON of collected features: read it when it exists, else write it")
+    args = parser.parse_args()
+    console = Console()
+    cases = all_cases()
+    train_papers, held_out = split_papers(sorted({c.paper for c in cases}))
+    console.print(f"train papers: {', '.join(train_papers)}; held out (reported by the bench): {', '.join(held_out)}")
+    chosen = [c for c in cases if c.paper in train_papers]
+    if args.tasks_per_paper:
+        chosen = [c for c in chosen if int(c.task.task_id.split(":")[1]) in
+                  sorted(int(d.task.task_id.split(":")[1]) for d in chosen if d.paper == c.paper)
+                  [: args.tasks_per_paper]]
+    if args.features and args.features.exists():
+        rows = {mode: [(dict(item[0]), str(item[1]), str(item[2]), str(item[3]) if len(item) > 3 else "?")
+                       for item in items]
+                for mode, items in json.loads(args.features.read_text(encoding="utf-8")).items()}
+        console.print(f"features read from {args.features}")
+    else:
+        grader = Grader(load_rubric("expbench-v1"), EmbeddedJudge())
+        started = time.perf_counter()
+        rows = asyncio.run(collect(chosen, grader, console, cases))
+        if args.paperbench_leaves:
+            rows["text"] += asyncio.run(collect_paperbench(grader, console, args.paperbench_leaves))
+        console.print(f"features of {len(chosen)} tasks in {time.perf_counter() - started:.0f} s")
+        if args.features:
+            args.features.parent.mkdir(parents=True, exist_ok=True)
+            args.features.write_text(json.dumps(rows), encoding="utf-8")
+    # With features that hold no location, own code and its moved copy (and another paper's code at its own
+    # paths and at the cited ones) are the same row: count each distinct row of a task once, so the variants
+    # that exist to show location buys nothing do not re-weight own code against its drops.
+    for mode in rows:
+        before = len(rows[mode])
+        rows[mode] = distinct_rows(rows[mode])
+        console.print(f"{mode}: {before} rows, {len(rows[mode])} distinct within their task")
+    models = {}
+    # With a reference, the reference features tell another paper's code apart leaf by leaf: the task-level
+    # feature (every leaf's best code against unrelated code) would only blur which leaf lost its code.
+    reference_names = (*REFERENCE_FEATURES, *(name for name in TEXT_FEATURES if name != "txt_task_z"))
+    for mode, names in (("text", TEXT_FEATURES), ("reference", reference_names)):
+        labels = [row[1] for row in rows[mode]]
+        # Without a reference only the text tells sibling code apart: the grade errs towards passing code
+        # that acts (the gate, not the model, is what keeps every restatement from passing).
+        trained = train(rows[mode], names, train_papers, TEXT_PASS_RECALL if mode == "text" else None)
+        console.print(f"{mode}: {len(labels)} leaves ({labels.count('pass')} pass, {labels.count('fail')} fail); "
+                      f"C={trained.c}, cross-validated macro-F1 {trained.cv_score:.3f}, "
+                      f"weights {trained.model.decision_weights}")
+        print_cv_by_kind(console, rows[mode], trained.cv_predictions)
+        models[mode] = trained.model.model_dump(mode="json")
+    if not args.dry_run:
+        write_rubric(models["text"], models["reference"], args.out)
+        console.print(f"written: {args.out}")
+        if args.out == TARGET:
+            write_judgeeval(models["text"])
+            console.print(f"written: {JUDGEEVAL} (Code Development leaf: the text model)")
+
+
+if __name__ == "__main__":
+    main()
