@@ -62,7 +62,8 @@ class Settings(BaseSettings):
                     "RSS on the embedded judge (bench/service/bad_input.py); raise it only with the memory to match.")
     # Bounds of one synchronous grade (POST /v1/grade), checked before any grading work (413 above them).
     # EXP-Bench tasks expand to ~5-30 leaves and PaperBench rubrics to at most ~2,000; a leaf of the embedded
-    # judge costs ~25 ms of CPU and ~2.5 KB of answer (bench/service/bad_neighbour.py), so 2,500 leaves is about a minute.
+    # judge costs ~25 ms of CPU and ~2.5 KB of answer (bench/service/bad_neighbour.py), so 2,500 leaves is about
+    # a minute.
     max_sync_leaves: int = Field(
         default=2500, ge=1, description="Leaves one synchronous grade may expand to (the rubric over the task); "
         "above: 413 naming the asynchronous route.")

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[1] / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[1] / "bench").iterdir()) if d.is_dir())
 
 from judge.settings import configure_offline_environment
 

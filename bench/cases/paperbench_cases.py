@@ -4,8 +4,8 @@ leaf name what it is part of, as `calibration.judgeeval.submission_task` grades 
 submission that should meet most of them, and the next paper's code as one that should meet none.
 
 The papers are split in two by the same id-blind rule as gt_code (`reference_cases.split_papers`): the requirement
-model and the decoy bank may use the train half; bench/judging/paperbench_official.py reports the held-out half (and says
-which papers each half holds).
+model and the decoy bank may use the train half; bench/judging/paperbench_official.py reports the held-out half
+(and says which papers each half holds).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir())
 
 from reference_cases import split_papers
 

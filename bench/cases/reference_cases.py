@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir())
 
 from evidence_gold import FileBlock, GoldCase, Span, load_cases, render_without
 from reference_variants import RESTATEMENTS, added_diff, rewrite

@@ -69,8 +69,8 @@ def main() -> None:
     finally:
         stub_child.stop()
     print(f"service logs: {logs}")
-    print(f"reproduce: .venv/bin/python bench/service/api_fuzz.py --examples {args.examples} --database {args.database} "
-          f"--seed {args.seed}")
+    print(f"reproduce: .venv/bin/python bench/service/api_fuzz.py --examples {args.examples} "
+          f"--database {args.database} --seed {args.seed}")
     sys.exit(1 if failures else 0)
 
 

@@ -65,8 +65,8 @@ def main() -> int:
         print(f"  slow: {seconds:.1f} s {what[:240]}")
     for failure in report.failures:
         print(f"  {failure[:500]}")
-    print(f"reproduce: .venv/bin/python bench/service/api_mutation_fuzz.py --requests {args.requests} --seed {args.seed} "
-          f"--database {args.database}")
+    print(f"reproduce: .venv/bin/python bench/service/api_mutation_fuzz.py --requests {args.requests} "
+          f"--seed {args.seed} --database {args.database}")
     return 1 if report.failures else 0
 
 

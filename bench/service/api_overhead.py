@@ -43,7 +43,7 @@ from judge.devtools.local_services import (  # noqa: E402
 )
 from judge.store import with_store  # noqa: E402
 
-sys.path[:0] = [str(d) for d in sorted((REPO / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((REPO / "bench").iterdir()) if d.is_dir())
 from client_floor import floor_line, measure_floor  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "grade_request.json"

@@ -106,7 +106,8 @@ def main() -> None:
     print(f"HTTP floor, one request at a time ({args.requests} requests of {len(body):,} bytes, answers of "
           f"{len(answer):,} bytes): p50 {statistics.median(floor):.2f} ms, p99 "
           f"{sorted(floor)[int(0.99 * (len(floor) - 1))]:.2f} ms")
-    print(f"command: .venv/bin/python bench/service/http_floor.py --requests {args.requests} --answer-kb {args.answer_kb}")
+    print(f"command: .venv/bin/python bench/service/http_floor.py --requests {args.requests} "
+          f"--answer-kb {args.answer_kb}")
 
 
 if __name__ == "__main__":

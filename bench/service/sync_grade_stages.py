@@ -28,7 +28,7 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path[:0] = [str(d) for d in sorted((REPO / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((REPO / "bench").iterdir()) if d.is_dir())
 
 from judge.settings import configure_offline_environment  # noqa: E402
 

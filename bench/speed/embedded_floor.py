@@ -18,8 +18,8 @@ the gt_code tasks, each with the paper's own code as its diff (as bench/judging/
 `--tasks N` / `--gt-code N` take every k-th task for N of them (a subset, said so in the output). Peak memory
 (max RSS of the process) is printed after each set.
 
-Reproduce:  .venv/bin/python bench/speed/embedded_floor.py [--tasks N] [--gt-code N] [--sets expbench,gt_code] [--chunk 20]
-                                                     [--one-by-one]
+Reproduce:  .venv/bin/python bench/speed/embedded_floor.py [--tasks N] [--gt-code N] [--sets expbench,gt_code]
+                                                           [--chunk 20] [--one-by-one]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path[:0] = [str(d) for d in sorted((ROOT / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((ROOT / "bench").iterdir()) if d.is_dir())
 
 from judge.settings import configure_offline_environment  # noqa: E402
 

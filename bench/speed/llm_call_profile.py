@@ -27,7 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path[:0] = [str(d) for d in sorted((ROOT / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((ROOT / "bench").iterdir()) if d.is_dir())
 
 from judge.settings import configure_offline_environment  # noqa: E402
 

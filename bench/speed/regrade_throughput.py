@@ -49,7 +49,7 @@ from judge.settings import Settings  # noqa: E402
 from judge.submission.from_ground_truth import submission_from_ground_truth  # noqa: E402
 from judge.text.items import split_claims  # noqa: E402
 
-sys.path[:0] = [str(d) for d in sorted((ROOT / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((ROOT / "bench").iterdir()) if d.is_dir())
 from client_floor import floor_line, measure_floor  # noqa: E402
 
 TASKS = ROOT.parent / "shared" / "data" / "expbench" / "tasks"

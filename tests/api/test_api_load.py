@@ -1,4 +1,5 @@
-"""A bounded run of bench/service/load_soak.py: concurrent clients POST /v1/grade on a real `expjudge serve`, on SQLite with
+"""A bounded run of bench/service/load_soak.py: concurrent clients POST /v1/grade on a real `expjudge serve`, on
+SQLite with
 the embedded judge and on PostgreSQL with the LLM judge against the local stub. No request may fail, every accepted
 grade is stored exactly once, and no "database is locked" appears. (The full soak, >= 10 minutes per store and
 judge, is the bench: `.venv/bin/python bench/service/load_soak.py --minutes 10`.)"""

@@ -18,7 +18,7 @@ from judge.reference.behaviour_similarity import similarity
 from judge.rubric_loader import load_rubric
 from judge.submission.view import SubmissionView
 
-sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir())
 from reference_variants import RESTATEMENTS, added_diff, rewrite
 
 TRAIN = '''import torch

@@ -16,7 +16,7 @@ from judge.models import Grade
 from judge.rubric_loader import load_rubric
 from tests.judge.checks.test_requirement_behaviour import TRAIN, _grade, _task
 
-sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir())
 from reference_variants import added_diff
 
 # Code of another kind of work: it reads and writes tables, it trains and evaluates nothing.

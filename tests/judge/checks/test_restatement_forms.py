@@ -19,7 +19,7 @@ from judge.submission.code_line_roles import is_prose
 from judge.submission.view import SubmissionView
 from tests.judge.checks.test_requirement_behaviour import TRAIN, _grade, _implementation, _task
 
-sys.path[:0] = [str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir()]
+sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir())
 from reference_variants import RESTATEMENTS, added_diff
 from restatement_forms import FORMS
 
