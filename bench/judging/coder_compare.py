@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir())
+sys.path.append(str(Path(__file__).resolve().parents[2] / "training"))
 
 from judge.settings import configure_offline_environment
 

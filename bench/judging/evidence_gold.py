@@ -45,6 +45,7 @@ from judge.settings import DEFAULT_RUBRIC, configure_offline_environment
 
 configure_offline_environment()
 
+sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir())
 from paper_runs import run_cases  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402

@@ -28,6 +28,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.extend(str(d) for d in sorted((ROOT / "bench").iterdir()) if d.is_dir())
 
 from judge.settings import DEFAULT_RUBRIC, configure_offline_environment  # noqa: E402
 
