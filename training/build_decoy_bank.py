@@ -34,6 +34,8 @@ from judge.submission.diff import parse_diff  # noqa: E402
 
 PER_REPOSITORY = 600
 TARGET = Path(__file__).resolve().parents[1] / "judge" / "checks" / "requirement" / BANK_FILE
+# Stored in the bank itself, so the shipped file names what rebuilds it.
+REBUILD_COMMAND = ".venv/bin/python training/build_decoy_bank.py"
 
 
 def main() -> None:
@@ -60,7 +62,8 @@ def main() -> None:
             hashes.append(unit_line_hashes(units[n]))
     embedder = default_embedder()
     vectors = embedder.encode(texts)
-    np.savez_compressed(TARGET, **pack_bank(np.asarray(vectors), hashes, embedder.model_id))
+    np.savez_compressed(TARGET, **pack_bank(np.asarray(vectors), hashes, embedder.model_id),
+                        command=np.array(REBUILD_COMMAND))
     print(f"decoy bank: {len(texts)} units of the gt_code train papers {', '.join(train)} (held out: "
           f"{', '.join(held_out)}) and the PaperBench train papers {', '.join(pb_train)} (held out: "
           f"{', '.join(pb_held_out)}); "
