@@ -166,7 +166,8 @@ def process_changes(after: dict[str, Any] | None, before: dict[str, Any] | None)
 def compare_with_grade(record: RunRecord, previous: RunRecord) -> dict[str, Any]:
     """One run against its grade under an earlier fingerprint, leaf by leaf."""
     before, after = new_verdicts(previous), new_verdicts(record)
-    leaf_flips, score_changes = [], []
+    leaf_flips: list[dict[str, Any]] = []
+    score_changes: list[dict[str, Any]] = []
     for leaf_id, now in record.leaves.items():
         was = previous.leaves.get(leaf_id)
         if was is not None and (was.verdict != now.verdict or was.score != now.score):
