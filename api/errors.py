@@ -1,8 +1,11 @@
 """The one place where errors become HTTP responses: library errors, wire validation, and the API's own.
 
-Every error body has the same shape, ``{"error": {"code", "message", "field", "details"}}``, and
-no response ever carries a traceback: an unexpected exception is logged with its traceback and
-answered with a 500 that names only a request id to find it in the log.
+Every error body has the same shape, ``{"error": {"code", "message", "field", "details"}}``, with one
+vocabulary of codes (`ERROR_CODES`): a value that is wrong, whether the wire model or the library found it, is
+`invalid_input` (422, or 400 for a body that cannot be decoded), its `field` the offending one, and a value of
+the wrong type is named with the type expected ("expected an array, got a string"; `details[].expected`). No
+response ever carries a traceback: an unexpected exception is logged with its traceback and answered with a
+500 that names only a request id to find it in the log.
 """
 
 from __future__ import annotations
@@ -16,16 +19,29 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from judge.errors import ExpjudgeError, InputError, JudgeCallError, UnknownRubricError
 from judge.grading.request_cost import RequestTooCostlyError
 from judge.jobs import IdempotencyKeyReusedError, JobBusyError
 from judge.jobs.fair_slots import SlotsBusyError
-from judge.validation_paths import input_path
+from judge.validation_paths import expected_type, input_path, validation_message
 
 log = logging.getLogger("api")
+
+INVALID_INPUT = "invalid_input"
+UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+# Every `error.code` the API answers, by status (docs/serve.md lists them with what each means).
+ERROR_CODES = {
+    400: (INVALID_INPUT,), 401: ("unauthorized",), 403: ("forbidden",), 404: ("not_found",),
+    405: ("method_not_allowed",), 409: ("job_in_progress",), 413: ("content_too_large", "grade_too_large"),
+    415: (UNSUPPORTED_MEDIA_TYPE,), 416: ("range_not_satisfiable",),
+    422: (INVALID_INPUT, "unknown_rubric", "idempotency_key_reused"), 429: ("too_many_requests",),
+    500: ("internal_error",), 503: ("upstream_unavailable", "broker_unavailable"),
+}
+# Request parts a parameter's location starts with: the parameter is named without it ("limit", not "query.limit").
+_PARAMETER_PLACES = ("query", "path", "header", "cookie")
 
 # When the upstream LLM is down, clients are asked to come back after this long.
 UPSTREAM_RETRY_AFTER_SECONDS = 30
@@ -109,7 +125,7 @@ def _status_for(exc: ExpjudgeError) -> tuple[int, str]:
     if isinstance(exc, UnknownRubricError):
         return 422, "unknown_rubric"
     if isinstance(exc, InputError):
-        return 422, "invalid_input"
+        return 422, INVALID_INPUT
     if isinstance(exc, JobBusyError):
         return 409, "job_in_progress"
     if isinstance(exc, JudgeCallError):
@@ -139,8 +155,9 @@ async def _library_error(request: Request, exc: Exception) -> JSONResponse:
     details = None
     if isinstance(exc, RequestTooCostlyError):  # the limit and the figure, for a client to act on
         details = [{"field": exc.field or "body", "message": f"{exc.figure} > {exc.bound}", "type": exc.limit}]
-    if isinstance(exc, InputError) and len(exc.problems) > 1:  # every problem found, as invalid_request does
-        details = [{"field": where, "message": said, "type": ""} for where, said in exc.problems]
+    if isinstance(exc, InputError) and len(exc.problems) > 1:  # every problem found, as the wire validation does
+        details = [{"field": where, "message": said, "type": kind}
+                   for (where, said), kind in zip(exc.problems, exc.problem_kinds(), strict=True)]
         message = f"{message} (and {len(details) - 1} more problem(s): see details)"
     return error_response(status, code, message, field=field, details=details, headers=headers)
 
@@ -150,21 +167,44 @@ def _detail(error: Any, body: Any) -> dict[str, str]:
     if error.get("type") == "json_invalid":  # loc is ("body", character offset): no field to name
         at = f" at character {loc[1]}" if len(loc) > 1 else ""
         reason = (error.get("ctx") or {}).get("error") or error.get("msg", "")
-        return {"field": "body", "message": f"malformed JSON{at}: {reason}", "type": "json_invalid"}
+        return {"field": "body", "message": f"malformed JSON{at}: {reason}", "type": "json_invalid",
+                "expected": "JSON"}
     if loc[:1] == ["body"]:
         loc = ["body", *input_path(loc[1:], body, error.get("type", ""))]
-    return {"field": field_path(loc), "message": error.get("msg", ""), "type": error.get("type", "")}
+    elif loc[:1] and loc[0] in _PARAMETER_PLACES and len(loc) > 1:
+        loc = loc[1:]
+    kind = str(error.get("type", ""))
+    detail = {"field": field_path(loc), "message": validation_message(error), "type": kind}
+    expected = expected_type(kind)
+    if expected is not None:
+        detail["expected"] = expected
+    return detail
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+def _json_content_type(value: str) -> bool:
+    media = value.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    content_type = request.headers.get("content-type")
+    # A JSON route read a body it could not decode as JSON because the client said it is something else (a form,
+    # text): the Content-Type is the problem, not the fields of a body that was never read as JSON.
+    if isinstance(exc.body, bytes | bytearray) and exc.body and content_type and not _json_content_type(content_type):
+        return error_response(
+            415, UNSUPPORTED_MEDIA_TYPE,
+            f"Content-Type {content_type.split(';', 1)[0].strip()!r} is not accepted: the body must be JSON, sent "
+            "with Content-Type: application/json", field="Content-Type",
+            details=[{"field": "Content-Type", "message": "expected application/json", "type": "media_type",
+                      "expected": "application/json"}])
     details = [_detail(error, exc.body) for error in exc.errors()]
-    first = details[0] if details else {"field": "body", "message": "invalid request", "type": ""}
+    first = details[0] if details else {"field": "body", "message": "invalid request", "type": "invalid"}
     # The branches of a union fail together ("not an object", "too short"): the error about the value
     # itself says more than the one about a branch of another type.
     first = next((d for d in details if d["field"] == first["field"] and not d["type"].endswith("_type")), first)
     return error_response(
-        422, "invalid_request", f"{first['field']}: {first['message']}", field=first["field"], details=details
+        422, INVALID_INPUT, f"{first['field']}: {first['message']}", field=first["field"], details=details
     )
 
 
@@ -175,7 +215,7 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     field = "body" if exc.status_code in (400, 413) else None
     return error_response(
         exc.status_code,
-        codes.get(exc.status_code, "invalid_request" if field else "http_error"),
+        codes.get(exc.status_code, INVALID_INPUT if field else "http_error"),
         str(exc.detail),
         field=field,
         headers=dict(exc.headers or {}),
@@ -189,15 +229,19 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 class ErrorDetail(BaseModel):
-    """One validation problem of a 422."""
+    """One problem of a 4xx: where, what, its kind (pydantic's error type such as `list_type`, or the library's
+    such as `submission_format`) and, for a value of the wrong type, the type expected."""
 
     field: str
     message: str
-    type: str = ""
+    type: str
+    expected: str | None = Field(default=None, description='The type expected, e.g. "an array", '
+                                                           '"application/json".')
 
 
 class ErrorInfo(BaseModel):
-    """What went wrong: a stable code, a message, and the request field it is about (when there is one)."""
+    """What went wrong: a stable code (one vocabulary: `invalid_input` for any wrong value), a message, and the
+    request field it is about (when there is one)."""
 
     code: str
     message: str
@@ -220,7 +264,12 @@ _DESCRIPTIONS = {
            "than a synchronous grade may (`grade_too_large`: `error.details[0].type` names the limit, its "
            "`message` the figure and the bound; the message names the asynchronous route).",
     "429": "This key already has its share of grades running and waiting; retry after `Retry-After` seconds.",
-    "422": "Invalid input; `error.field` names the offending field.",
+    "415": "The body is not JSON by its Content-Type (`unsupported_media_type`); `error.field` is `Content-Type` "
+           "and `error.details[0].expected` `application/json`.",
+    "416": "A page past the end (`range_not_satisfiable`); `error.field` names the parameter, `X-Leaves-Total` "
+           "says how many there are.",
+    "422": "Invalid input (`invalid_input`); `error.field` names the offending field, `error.details` every "
+           "problem with its `type` and, for a value of the wrong type, the type `expected`.",
 }
 
 
@@ -250,7 +299,7 @@ def document_errors(app: FastAPI) -> None:
                 if operation.get("security"):
                     wanted.add("401")
                 if "requestBody" in operation:
-                    wanted |= {"400", "413", "422"}
+                    wanted |= {"400", "413", "415", "422"}
                 if any(p.get("in") == "path" for p in operation.get("parameters", [])):
                     wanted.add("404")  # an id of no resource of this tenant
                 for code in sorted(wanted):

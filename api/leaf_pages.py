@@ -1,8 +1,9 @@
 """A grade's leaves in pages: `GET /v1/grades/{id}?leaves=offset:limit`, and a synchronous answer kept bounded.
 
 A page is the grade as stored with only the leaves asked for; headers say where it lies: `X-Leaves-Total`
-(the grade's leaves), `X-Leaves-Range` (`first-last` of this page, zero-based, inclusive; empty past the end)
-and `Link: <...>; rel="next"` while leaves remain. Everything but the leaves (scores, stages, metrics,
+(the grade's leaves), `X-Leaves-Range` (`first-last` of this page, zero-based, inclusive) and
+`Link: <...>; rel="next"` while leaves remain. A page that starts past the last leaf is a 416 naming `leaves`
+(a grade of no leaves answers `0:N` with none). Everything but the leaves (scores, stages, metrics,
 warnings, usage) is in every page.
 """
 
@@ -13,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from api.errors import ApiError
+from api.errors import INVALID_INPUT, ApiError
 
 # Most leaves one page holds (a PaperBench-sized rubric is about two pages).
 MAX_LEAF_PAGE = 1000
@@ -24,7 +25,15 @@ class InvalidLeafPage(ApiError):
     """A `leaves` query parameter that is no `offset:limit`."""
 
     status = 422
-    code = "invalid_request"
+    code = INVALID_INPUT
+    default_field = "leaves"
+
+
+class LeafPageOutOfRange(ApiError):
+    """A `leaves` page that starts past the grade's last leaf."""
+
+    status = 416
+    code = "range_not_satisfiable"
     default_field = "leaves"
 
 
@@ -63,9 +72,18 @@ def page_headers(grade_id: str, total: int, offset: int, count: int, limit: int)
 
 
 def leaf_page(text: str, page: LeafPage) -> tuple[str, dict[str, str]]:
-    """The page `page` of the stored grade `text`: its JSON and headers."""
+    """The page `page` of the stored grade `text`: its JSON and headers.
+
+    Raises:
+        LeafPageOutOfRange: the page starts past the last leaf.
+    """
     grade: dict[str, Any] = json.loads(text)
     leaves = grade.get("leaves") or []
+    if page.offset >= len(leaves) and page.offset > 0:
+        last = f"its last is {len(leaves) - 1}" if leaves else "it has none"
+        raise LeafPageOutOfRange(
+            f"leaves={page.offset}:{page.limit} starts past the end: the grade has {len(leaves)} leaves, {last}",
+            headers={"X-Leaves-Total": str(len(leaves))})
     grade["leaves"] = leaves[page.offset:page.offset + page.limit]
     headers = page_headers(str(grade.get("grade_id", "")), len(leaves), page.offset, len(grade["leaves"]), page.limit)
     return json.dumps(grade, ensure_ascii=False), headers

@@ -15,14 +15,28 @@ class InputError(ExpjudgeError):
         field: Path of the offending field or file (e.g. "questions[3].design_complexity").
         problems: Every problem found, as (field, message) pairs, when there were several (the first one
             is `field`/`message`); the API lists them all in `error.details`.
+        kinds: What kind of problem each of `problems` is, in the same order (pydantic's error type such as
+            "list_type", or the error's own kind such as "submission_format"); None: this error's kind.
     """
 
     def __init__(self, message: str, field: str | None = None,
-                 problems: list[tuple[str, str]] | None = None) -> None:
+                 problems: list[tuple[str, str]] | None = None, kinds: list[str] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
         self.problems = problems or []
+        self.kinds = kinds or []
+
+    @property
+    def kind(self) -> str:
+        """This error's kind, from its class: "task_format" for a TaskFormatError, "input" for an InputError."""
+        name = type(self).__name__.removesuffix("Error")
+        return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+    def problem_kinds(self) -> list[str]:
+        """The kind of each problem (`kinds` where given, else this error's kind)."""
+        return [self.kinds[i] if i < len(self.kinds) and self.kinds[i] else self.kind
+                for i in range(len(self.problems))]
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}" if self.field else self.message

@@ -21,7 +21,8 @@ router = APIRouter(tags=["grades"])
 @router.get(
     "/v1/grades/{grade_id}",
     response_model=Grade,
-    responses={404: {"description": "No such grade."}, 422: {"description": "`leaves` is no offset:limit."}},
+    responses={404: {"description": "No such grade."}, 416: {"description": "`leaves` starts past the last leaf."},
+               422: {"description": "`leaves` is no offset:limit."}},
 )
 async def get_grade(
     grade_id: str,

@@ -29,6 +29,7 @@ from judge.loaders.native import parse_submission, parse_task
 from judge.models import Grade, Submission, Task
 from judge.models.bounds import check_document
 from judge.reference.repository import check_reference, with_given_reference
+from judge.validation_paths import validation_message
 
 router = APIRouter(tags=["grading"])
 
@@ -49,8 +50,11 @@ class BrokerUnavailable(ApiError):
     code = "broker_unavailable"
 
 
-def _problems(exc: InputError) -> list[tuple[str, str]]:
-    return exc.problems or [(exc.field or "body", exc.message)]
+def _problems(exc: InputError) -> tuple[list[tuple[str, str]], list[str]]:
+    """Every problem of `exc` as (field, message), and the kind of each."""
+    if exc.problems:
+        return exc.problems, exc.problem_kinds()
+    return [(exc.field or "body", exc.message)], [exc.kinds[0] if exc.kinds else exc.kind]
 
 
 def _parse_items(items: list[tuple[GradeRequestItem, str]]) -> list[GradeItem]:
@@ -58,22 +62,27 @@ def _parse_items(items: list[tuple[GradeRequestItem, str]]) -> list[GradeItem]:
     parsed: list[GradeItem] = []
     first: InputError | None = None
     problems: list[tuple[str, str]] = []
+    kinds: list[str] = []
     for item, where in items:
         task: Task | None = None
         submission: Submission | None = None
         try:
             task = _parse_task(item, where)
         except InputError as exc:
-            first, problems = first or exc, problems + _problems(exc)
+            found, found_kinds = _problems(exc)
+            first, problems, kinds = first or exc, problems + found, kinds + found_kinds
         try:
             check_document(item.submission, field=f"{where}submission", error=SubmissionFormatError)
             submission = parse_submission(item.submission, field=f"{where}submission")
         except InputError as exc:
-            first, problems = first or exc, problems + _problems(exc)
+            found, found_kinds = _problems(exc)
+            first, problems, kinds = first or exc, problems + found, kinds + found_kinds
         if task is not None and submission is not None:
             parsed.append(GradeItem.of(task, submission))
     if first is not None:
-        raise type(first)(first.message, field=first.field, problems=problems if len(problems) > 1 else None)
+        several = len(problems) > 1
+        raise type(first)(first.message, field=first.field, problems=problems if several else None,
+                          kinds=kinds if several else first.kinds)
     return parsed
 
 
@@ -91,7 +100,8 @@ def _parse_task(item: GradeRequestItem, where: str) -> Task:
             spec = ExpBenchTask.model_validate(item.task)
         except ValidationError as exc:
             error = exc.errors()[0]
-            raise TaskFormatError(error["msg"], field=f"{where}task.{field_path(error['loc'])}") from None
+            raise TaskFormatError(validation_message(error), field=f"{where}task.{field_path(error['loc'])}",
+                                  problems=None, kinds=[error["type"]]) from None
         try:
             task = task_from_expbench(spec.question, spec.paper_id, spec.index)
         except InputError as exc:  # its field starts questions[index]: the entry this request calls task.question

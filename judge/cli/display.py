@@ -28,16 +28,37 @@ def _visible(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+# Where a word too long for its line may break, strongest first: after a folder's "/"; after a "-", "_", ":", ","
+# or ";" that follows a letter or digit (a hyphenated word, a snake_case name, a line range); after a ".".
+_BREAKS = (re.compile(r"(?<=/)"), re.compile(r"(?<=\w[-_:,;])"), re.compile(r"(?<=\w\.)"))
+
+
 def _parts(word: str, width: int) -> list[str]:
-    """A word too long for a line in pieces that end at a "/" (a path folds between its folders); a piece
-    still too long is cut at `width` (the only way it fits)."""
-    pieces = [p for p in re.split(r"(?<=/)", word) if p]
-    return [piece[i:i + width] for piece in pieces for i in range(0, len(piece), width)]
+    """A word too long for a line in pieces that end at a separator, the strongest that splits it first (a path
+    folds between its folders, `analyze_peptide_sim.py` after its "_", `Model-generated` after its "-"); a piece
+    with no separator still too long is cut at `width` (the only way it fits)."""
+    if len(word) <= width:
+        return [word]
+    for pattern in _BREAKS:
+        pieces = [p for p in pattern.split(word) if p]
+        if len(pieces) > 1:
+            return [part for piece in pieces for part in _parts(piece, width)]
+    return [word[i:i + width] for i in range(0, len(word), width)]
+
+
+def longest_piece(text: str) -> int:
+    """The widest piece of `text` that `fold` can break no further (a column at least this wide never cuts a
+    word)."""
+    pieces = text.split()
+    for pattern in _BREAKS:
+        pieces = [part for piece in pieces for part in pattern.split(piece) if part]
+    return max(map(len, pieces), default=0)
 
 
 def fold(text: str, width: int) -> str:
     """`text` in lines of at most `width` characters, broken at spaces and, inside a longer word such as a
-    path, only after a "/": a reader never sees "src/mod" + "els/train.py" split mid-name."""
+    path, only after a separator ("/", then "-", "_", ":", ",", ";", then "."): a reader never sees
+    "Model-generat" + "ed" or "src/mod" + "els/train.py" split mid-name."""
     width = max(1, width)
     lines: list[str] = []
     for paragraph in text.split("\n"):
@@ -50,7 +71,7 @@ def fold(text: str, width: int) -> str:
             if line:
                 lines.append(line)
                 line = ""
-            for piece in _parts(word, width) if len(word) > width else [word]:
+            for piece in _parts(word, width):
                 if len(line) + len(piece) > width and line:
                     lines.append(line)
                     line = ""

@@ -12,26 +12,52 @@ from rich.console import Console
 from rich.table import Table
 
 from judge.cli.app import JUDGE_HELP, app
-from judge.cli.display import shown, shown_folded, thresholds_words
+from judge.cli.display import longest_piece, shown, shown_folded, thresholds_words
 from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
 from judge.errors import MalformedDiffError
 from judge.grading.grader import upstream_down
 from judge.grading.service import ServedGrade
-from judge.models import Grade, Rubric, Submission, Task
+from judge.models import Grade, LeafResult, Rubric, Submission, Task
 from judge.settings import DEFAULT_RUBRIC
 
 _VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored": "magenta"}
 
 
+def _why(leaf: LeafResult) -> str:
+    """What the "why" column says of a leaf: its reason (else its rationale), after its flags."""
+    why = leaf.reason or leaf.rationale
+    return f"[{', '.join(leaf.flags)}] {why}" if leaf.flags else why
+
+
 def _leaf_column_widths(grade: Grade, console_width: int) -> dict[str, int]:
     """Widths of the leaf table's columns within `console_width`: the leaf ids whole, the verdict and the
-    confidence at their size, target and why sharing the rest (2:3), so their text can be folded up front."""
+    confidence at their size, target and why sharing the rest (2:3), so their text can be folded up front. Each
+    of the two is widened, within half of the rest, to its longest piece that cannot break at a space or a
+    separator ("distributional"), so that no word is cut."""
     columns = 5
     room = max(40, console_width - 3 * columns - 1)  # a cell's padding (2) and its border (1), one more border
     leaf = min(24, max([4, *(len(r.leaf_id) for r in grade.leaves)]))
     rest = max(20, room - leaf - len("unscored") - 4)
-    target = max(8, rest * 2 // 5)
+    need_target = min(rest // 2, max([0, *(longest_piece(r.target) for r in grade.leaves)]))
+    need_why = min(rest // 2, max([0, *(longest_piece(_why(r)) for r in grade.leaves)]))
+    target = max(8, rest * 2 // 5, need_target)
+    if rest - target < need_why:
+        target = max(8, need_target, rest - need_why)
     return {"leaf": leaf, "verdict": len("unscored"), "conf": 4, "target": target, "why": rest - target}
+
+
+def agent_words(agent: str | None) -> str:
+    """The header's agent and model: an EXP-Bench run's `<agent>/<model>` (read from the folders above its file)
+    as "agent curie | model azure-gpt-4o"; another submission's agent as it stated it."""
+    if not agent:
+        return "agent not stated"
+    name, _, model = agent.partition("/")
+    if not model:
+        return f"agent {agent}"
+    said = f"agent {name} | model {model}"
+    if "unknown" in (name, model):  # EXP-Bench names both only by where the file lies
+        said += " (EXP-Bench names them by the folders <paper>/<agent>/<model>/ above the run's file)"
+    return said
 
 
 def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) -> None:
@@ -39,6 +65,7 @@ def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) ->
     says the verdicts came from the grade cache)."""
     fp = grade.fingerprint
     console.print(f"[bold]{shown(grade.task_id)}[/bold] <- {shown(grade.submission_id)}")
+    console.print(shown(agent_words(grade.agent)), highlight=False)
     console.print(
         f"judge {fp.judge} {shown(fp.model or '')} | rubric {shown(fp.rubric_id)}@{shown(fp.rubric_version)} "
         f"| fingerprint {fp.digest}"
@@ -74,10 +101,8 @@ def render_grade(grade: Grade, console: Console, *, from_cache: bool = False) ->
     for column in ("leaf", "verdict", "conf", "target", "why"):
         leaves.add_column(column, overflow="fold", width=widths[column], no_wrap=column in ("leaf", "conf"))
     for r in grade.leaves:
-        # The whole text, folded at spaces and after a path's "/" (never mid-word, never cut at a count).
-        why = r.reason or r.rationale
-        if r.flags:
-            why = f"[{', '.join(r.flags)}] {why}"
+        # The whole text, folded at spaces and after a separator (never mid-word, never cut at a count).
+        why = _why(r)
         style = _VERDICT_STYLE[r.verdict]
         leaves.add_row(
             shown(r.leaf_id),

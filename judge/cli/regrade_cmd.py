@@ -19,6 +19,9 @@ from judge.settings import DEFAULT_RUBRIC
 
 # Rows of the dry-run table printed; every row is in DIR/estimate.csv.
 _MAX_TABLE_ROWS = 40
+# Flipped runs, and flipped leaves of each, printed; every one is in DIR/changes.json and changes.html.
+_MAX_FLIPPED_RUNS = 20
+_MAX_FLIPPED_LEAVES = 12
 
 
 class _RateColumn(ProgressColumn):
@@ -92,6 +95,35 @@ def changes_lines(changes: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _verdict_words(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def flipped_lines(changes: dict[str, Any], *, max_runs: int = _MAX_FLIPPED_RUNS,
+                  max_leaves: int = _MAX_FLIPPED_LEAVES) -> list[str]:
+    """Each flipped run with its grade id, the verdicts that flipped and its flipped leaves (old -> new verdict
+    and the new reason), e.g. "93022:4:iter1:curie/azure-gpt-4o (grade f92e...) against curie_b1f623b:
+    implementation_correct false->true" then "  requirement.3 fail->pass: <why>"."""
+    lines: list[str] = []
+    flipped = [(run, name, entry) for run in changes.get("runs", [])
+               for name, entry in run["baselines"].items() if entry.get("flips") or entry.get("leaf_flips")]
+    for run, name, entry in flipped[:max_runs]:
+        said = ", ".join(f"{what} {_verdict_words(was)}->{_verdict_words(now)}"
+                         for what, (was, now) in (entry.get("flips") or {}).items())
+        leaves = entry.get("leaf_flips") or []
+        lines.append(f"{run['run_id']} (grade {run['grade_id']}) against {name}: {said or 'no headline verdict'}; "
+                     f"{len(leaves)} leaf flip(s)")
+        for leaf in leaves[:max_leaves]:
+            basis = "" if leaf.get("before_of", "leaf") == "leaf" else f" (old {leaf['before_of']})"
+            lines.append(f"  {leaf['leaf_id']} {leaf['before']}->{leaf['after']}{basis}: "
+                         f"{leaf.get('reason_after') or leaf.get('reason_code_after') or 'no reason recorded'}")
+        if len(leaves) > max_leaves:
+            lines.append(f"  ... {len(leaves) - max_leaves} more leaf flip(s) in changes.json")
+    if len(flipped) > max_runs:
+        lines.append(f"... {len(flipped) - max_runs} more flipped run(s) in changes.json and changes.html")
+    return lines
+
+
 def _print_summary(result: Any, console: Console) -> None:
     c = result.counters
     console.print(
@@ -109,11 +141,15 @@ def _print_summary(result: Any, console: Console) -> None:
     if result.changes is not None:
         for line in changes_lines(result.changes):
             console.print(shown(line), soft_wrap=True)
+        for line in flipped_lines(result.changes):
+            console.print(shown(line), highlight=False)  # wrapped at the terminal's width, at spaces
     if result.changes is not None and result.changes["judge_failures"]:
         flagged = result.changes["judge_failures"]
         console.print(f"old verdicts flagged as judge failures (not agent failures): {shown(flagged)}")
+    if result.files:
+        console.print("written:")
     for name, path in sorted(result.files.items()):
-        console.print(f"  {name}: {shown(path)}")
+        console.print(f"  {name}: {shown(path)}", soft_wrap=True)
 
 
 @app.command("regrade")

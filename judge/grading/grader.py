@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import judge
 from judge.checks.registry import CHECKS
 from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.verdicts import quote
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import MalformedDiffError
+from judge.grading.code_digest import code_version
 from judge.grading.evidence_builder import EvidenceBuilder
 from judge.grading.scoring import (
     collect_error_labels,
@@ -62,15 +62,6 @@ _GATES: dict[str, str] = {
     "missing_design_fails_design": "design",
     "missing_conclusion_fails_conclusion": "conclusion",
 }
-
-
-def code_version() -> str:
-    """The grading code's version as recorded in fingerprints.
-
-    The package version, not a commit: a commit that changes no grading behaviour must not
-    invalidate every cached grade. Bump the version when grading logic changes.
-    """
-    return f"expjudge {judge.__version__}"
 
 
 def fingerprint_for(rubric: Rubric, grader_judge: Judge, embedder: Embedder | None = None) -> JudgeFingerprint:

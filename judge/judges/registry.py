@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -62,13 +63,15 @@ def build_judge(spec: str = EMBEDDED, *, samples: int = 1, cache: ResponseCache 
         from judge.local_models.code_reading import shared_reader
 
         return EmbeddedJudge(code_reader=shared_reader())
+    settings = settings or get_settings()
+    base = api_base or settings.llm_api_base
+    key = api_key or settings.llm_api_key
+    if not key and not base and require_key:
+        check_known_provider_key(spec)  # no litellm import: refused at once, even while it is being imported
     check_routable(spec)
     from judge.judges.llm import LLMJudge
 
-    settings = settings or get_settings()
-    base = api_base or settings.llm_api_base
     check_api_base(base)
-    key = api_key or settings.llm_api_key
     if base and not key:
         key = "not-needed"  # OpenAI-compatible local servers ignore the key, but the client insists on one
     if not key and require_key:
@@ -96,7 +99,8 @@ def warm_up_llm_client() -> float:
     """Import litellm now (7-11 s on a busy 2-CPU machine) and return how long it took.
 
     The service calls it in a background thread at start-up, so that the first request naming an LLM judge is
-    checked (routable model, API key set) at once instead of after the import.
+    checked (routable model, API key set) at once instead of after the import; a known provider's missing key
+    is refused without it (`check_known_provider_key`), even during the import.
     """
     started = time.perf_counter()
     import litellm
@@ -109,6 +113,51 @@ def warm_up_llm_client() -> float:
 # as with keys: a key missing from the environment does not mean they cannot be reached.
 AMBIENT_CREDENTIAL_PROVIDERS = frozenset({"bedrock", "bedrock_converse", "sagemaker", "sagemaker_chat",
                                           "vertex_ai", "vertex_ai_beta", "azure", "azure_ai", "watsonx"})
+
+
+# The API key variables of the providers most judges use, as litellm's `validate_environment` names them (a test
+# holds the two together). Checked from the environment alone: importing litellm takes seconds (7-11 s on a busy
+# machine), and a service just started is still importing it when the first request names such a judge.
+KNOWN_PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",), "mistral": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",), "deepseek": ("DEEPSEEK_API_KEY",), "together_ai": ("TOGETHERAI_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",), "fireworks_ai": ("FIREWORKS_AI_API_KEY",), "xai": ("XAI_API_KEY",),
+    "cohere": ("COHERE_API_KEY",), "perplexity": ("PERPLEXITYAI_API_KEY",), "cerebras": ("CEREBRAS_API_KEY",),
+    "deepinfra": ("DEEPINFRA_API_KEY",),
+}
+# Model names litellm routes to OpenAI without a provider prefix.
+_BARE_OPENAI = ("gpt-", "chatgpt-", "o1", "o3", "o4")
+
+
+def known_provider(model: str) -> str | None:
+    """The provider of `model` when it is one of KNOWN_PROVIDER_KEYS' (by its prefix, or a bare OpenAI model name),
+    without litellm; None for any other (litellm decides those)."""
+    provider, slash, _ = model.partition("/")
+    if slash:
+        return provider if provider in KNOWN_PROVIDER_KEYS else None
+    return "openai" if model.startswith(_BARE_OPENAI) else None
+
+
+def missing_key_error(provider: str, model: str, keys: list[str], field: str) -> JudgeConfigError:
+    """The error of a provider whose API key (one of `keys`) is set nowhere."""
+    return JudgeConfigError(
+        f"no API key for {provider} (judge {model!r}): set {' or '.join(keys)} in the environment of the "
+        "service (or EXPJUDGE_LLM_API_KEY), or use the embedded judge", field=field)
+
+
+def check_known_provider_key(model: str, *, field: str = "judge") -> None:
+    """Fail fast, without importing litellm, when `model`'s provider is a known one whose API key no environment
+    variable holds (called only when no key and no endpoint was given).
+
+    Raises:
+        JudgeConfigError: naming `field` and the environment variable(s) to set.
+    """
+    provider = known_provider(model)
+    if provider is None:
+        return
+    keys = KNOWN_PROVIDER_KEYS[provider]
+    if not any(os.environ.get(name) for name in keys):
+        raise missing_key_error(provider, model, list(keys), field)
 
 
 def check_api_key(model: str, *, field: str = "judge") -> None:
@@ -131,9 +180,7 @@ def check_api_key(model: str, *, field: str = "judge") -> None:
         return
     keys = [name for name in missing if name.endswith("_API_KEY")]
     if keys and provider not in AMBIENT_CREDENTIAL_PROVIDERS:
-        raise JudgeConfigError(
-            f"no API key for {provider} (judge {model!r}): set {' or '.join(keys)} in the environment of the "
-            "service (or EXPJUDGE_LLM_API_KEY), or use the embedded judge", field=field)
+        raise missing_key_error(provider, model, keys, field)
 
 
 def check_routable(model: str, *, field: str = "judge") -> None:

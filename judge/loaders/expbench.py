@@ -196,8 +196,9 @@ def describe_run(gen_json: Path) -> ExpBenchRun:
         )
     patch = gen_json.with_name(gen_json.name[: -len(".json")] + ".patch")
     judge_json = gen_json.with_name(gen_json.name.replace("_eval_gen.json", "_eval_judge.json"))
-    # Layout: .../<paper>/<agent>/<llm...>/<file>; the llm part may be nested (azure/gpt-4o_1).
-    parts = gen_json.parent.parts
+    # Layout: .../<paper>/<agent>/<llm...>/<file>; the llm part may be nested (azure/gpt-4o_1). The folders are
+    # read from the absolute path: a file named from inside its paper's or agent's folder has them all the same.
+    parts = gen_json.absolute().parent.parts
     paper_pos = max((i for i, p in enumerate(parts) if p == match["paper"]), default=-1)
     agent = parts[paper_pos + 1] if 0 <= paper_pos < len(parts) - 1 else "unknown"
     llm = "/".join(parts[paper_pos + 2:]) if paper_pos >= 0 else "unknown"

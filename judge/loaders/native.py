@@ -19,29 +19,32 @@ from judge.loaders.expbench import (
 )
 from judge.models import Submission, Task
 from judge.models.process_inputs import legacy_process_inputs
-from judge.validation_paths import input_path
+from judge.validation_paths import input_path, json_type_of, validation_message
 
 
-def _all_errors(exc: ValidationError, data: Any, prefix: str) -> list[tuple[str, str]]:
-    """Every validation problem as (field, message), in pydantic's order (one per field and message)."""
+def _all_errors(exc: ValidationError, data: Any, prefix: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """Every validation problem as (field, message), in pydantic's order (one per field and message), the message
+    naming the expected JSON type; and each problem's pydantic error type."""
     found: list[tuple[str, str]] = []
+    kinds: list[str] = []
     for error in exc.errors():
         loc = ".".join(str(p) for p in input_path(error["loc"], data, error["type"]))
-        problem = (f"{prefix}.{loc}" if loc else prefix, error["msg"])
+        problem = (f"{prefix}.{loc}" if loc else prefix, validation_message(error))
         if problem not in found:
             found.append(problem)
-    return found
+            kinds.append(error["type"])
+    return found, kinds
 
 
 def parse_task(data: Any, *, field: str = "task") -> Task:
     """A Task from its native JSON form; TaskFormatError names the offending field."""
     if not isinstance(data, dict):
-        raise TaskFormatError("a task must be a JSON object", field=field)
+        raise TaskFormatError(f"expected an object, got {json_type_of(data)}", field=field)
     try:
         task = Task.model_validate(data)
     except ValidationError as exc:
-        problems = _all_errors(exc, data, field)
-        raise TaskFormatError(problems[0][1], field=problems[0][0], problems=problems) from None
+        problems, kinds = _all_errors(exc, data, field)
+        raise TaskFormatError(problems[0][1], field=problems[0][0], problems=problems, kinds=kinds) from None
     # Process-metric keys older clients put in metadata: a wrong type is named now, not met at grading.
     legacy_process_inputs(task.metadata, field=field, error=TaskFormatError)
     return task
@@ -50,12 +53,12 @@ def parse_task(data: Any, *, field: str = "task") -> Task:
 def parse_submission(data: Any, *, field: str = "submission") -> Submission:
     """A Submission from its native JSON form; SubmissionFormatError names the offending field."""
     if not isinstance(data, dict):
-        raise SubmissionFormatError("a submission must be a JSON object", field=field)
+        raise SubmissionFormatError(f"expected an object, got {json_type_of(data)}", field=field)
     try:
         submission = Submission.model_validate(data)
     except ValidationError as exc:
-        problems = _all_errors(exc, data, field)
-        raise SubmissionFormatError(problems[0][1], field=problems[0][0], problems=problems) from None
+        problems, kinds = _all_errors(exc, data, field)
+        raise SubmissionFormatError(problems[0][1], field=problems[0][0], problems=problems, kinds=kinds) from None
     legacy_process_inputs(submission.metadata, field=field, error=SubmissionFormatError)
     return submission
 

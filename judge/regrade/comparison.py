@@ -84,6 +84,42 @@ def _flips(before: Verdicts, after: Verdicts) -> dict[str, list[Any]]:
             if before.get(name) is not None and after.get(name) is not None and before.get(name) != after.get(name)}
 
 
+# Which stage decides each headline verdict of an old EXP-Bench judge, and the old score it was decided at.
+_STAGE_OF = {"design_correct": ("design", "design_score"), "implementation_correct": ("implementation", "setup_score"),
+             "C": ("conclusion", "conclusion_score")}
+
+
+def flipped_against_expbench(record: RunRecord, verdict: OldVerdict, rubric: Rubric) -> bool:
+    """Whether a headline verdict of `record` flipped against the old EXP-Bench `verdict` (its leaves are then
+    listed in the report, so they must be loaded)."""
+    return not verdict.judge_failure and bool(_flips(old_verdicts(verdict, rubric), new_verdicts(record)))
+
+
+def expbench_leaf_flips(record: RunRecord, flips: dict[str, list[Any]], before: Verdicts) -> list[dict[str, Any]]:
+    """The leaves behind each flipped stage verdict against an old EXP-Bench judge.
+
+    The old judge gave one verdict per stage, not per leaf: a leaf of a flipped stage flipped when its new verdict
+    is not the old stage's (correct = pass, incorrect = fail; a partial leaf differs from both, an unscored one is
+    no verdict). `before_of` says the old verdict is the stage's."""
+    out: list[dict[str, Any]] = []
+    for name, (was, _) in flips.items():
+        if name not in _STAGE_OF:
+            continue  # All-check: its stages' own flips list the leaves
+        stage, old_field = _STAGE_OF[name]
+        old_score = before.D if stage == "design" else before.I if stage == "implementation" else None
+        old_leaf_verdict = "pass" if was else "fail"
+        for leaf_id, now in record.leaves.items():
+            if now.stage != stage or now.verdict in ("unscored", old_leaf_verdict):
+                continue
+            out.append({"leaf_id": leaf_id, "stage": stage, "target": now.target, "before": old_leaf_verdict,
+                        "before_of": f"stage: {name} {_shown(was)}"
+                                     + (f" ({old_field} {old_score:g})" if old_score is not None else ""),
+                        "after": now.verdict, "score_before": None, "score_after": now.score,
+                        "reason_after": now.reason, "reason_code_after": now.reason_code,
+                        "grade_id": record.grade_id})
+    return out
+
+
 def compare_with_expbench(record: RunRecord, verdict: OldVerdict, rubric: Rubric) -> dict[str, Any]:
     """One run against one old EXP-Bench verdict."""
     before, after = old_verdicts(verdict, rubric), new_verdicts(record)
@@ -94,14 +130,15 @@ def compare_with_expbench(record: RunRecord, verdict: OldVerdict, rubric: Rubric
     }
     if verdict.judge_failure:
         # The old zeros are not a verdict on the agent: no deltas, no flips.
-        entry.update(deltas={}, flips={}, counted=False)
+        entry.update(deltas={}, flips={}, leaf_flips=[], counted=False)
         return entry
     c_before = None if before.C is None else 100.0 * before.C
     c_after = None if after.C is None else 100.0 * after.C
+    flips = _flips(before, after)
     entry.update(
         deltas={"design": _delta(after.D, before.D), "implementation": _delta(after.I, before.I),
                 "conclusion": _delta(c_after, c_before)},
-        flips=_flips(before, after), counted=True,
+        flips=flips, leaf_flips=expbench_leaf_flips(record, flips, before), counted=True,
     )
     return entry
 
@@ -129,13 +166,17 @@ def process_changes(after: dict[str, Any] | None, before: dict[str, Any] | None)
 def compare_with_grade(record: RunRecord, previous: RunRecord) -> dict[str, Any]:
     """One run against its grade under an earlier fingerprint, leaf by leaf."""
     before, after = new_verdicts(previous), new_verdicts(record)
-    leaf_flips = []
+    leaf_flips: list[dict[str, Any]] = []
+    score_changes: list[dict[str, Any]] = []
     for leaf_id, now in record.leaves.items():
         was = previous.leaves.get(leaf_id)
         if was is not None and (was.verdict != now.verdict or was.score != now.score):
-            leaf_flips.append({"leaf_id": leaf_id, "stage": now.stage, "target": now.target,
-                               "before": was.verdict, "after": now.verdict, "score_before": was.score,
-                               "score_after": now.score, "reason_after": now.reason_code})
+            change = {"leaf_id": leaf_id, "stage": now.stage, "target": now.target, "before": was.verdict,
+                      "before_of": "leaf", "after": now.verdict, "score_before": was.score, "score_after": now.score,
+                      "reason_before": was.reason, "reason_after": now.reason, "reason_code_after": now.reason_code,
+                      "grade_id": record.grade_id, "grade_id_before": previous.grade_id}
+            # A flip is a verdict that changed; a score that moved under the same verdict is listed apart.
+            (leaf_flips if was.verdict != now.verdict else score_changes).append(change)
     return {
         "kind": "expjudge_fingerprint", "grade_id": previous.grade_id,
         "before": {"D": before.D, "I": before.I, "E": before.E, "C": before.C, "all_correct": before.all_correct},
@@ -143,6 +184,7 @@ def compare_with_grade(record: RunRecord, previous: RunRecord) -> dict[str, Any]
         "deltas": {f.removesuffix("_score"): _delta(getattr(record, f), getattr(previous, f)) for f in STAGE_FIELDS},
         "flips": _flips(before, after),
         "leaf_flips": leaf_flips,
+        "leaf_score_changes": score_changes,
         "reference_before": previous.reference, "reference_after": record.reference,
         "reference_changed": None if previous.reference is None or record.reference is None
         else previous.reference != record.reference,
@@ -177,9 +219,8 @@ def flip_counts(entries: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
             way = f"{_shown(before)}->{_shown(after)}"
             counts.setdefault(name, {})[way] = counts.setdefault(name, {}).get(way, 0) + 1
         for leaf in entry.get("leaf_flips") or []:
-            if leaf["before"] != leaf["after"]:
-                way = f"{leaf['before']}->{leaf['after']}"
-                counts.setdefault("leaves", {})[way] = counts.setdefault("leaves", {}).get(way, 0) + 1
+            way = f"{leaf['before']}->{leaf['after']}"
+            counts.setdefault("leaves", {})[way] = counts.setdefault("leaves", {}).get(way, 0) + 1
     return {name: dict(sorted(ways.items())) for name, ways in counts.items()}
 
 
@@ -242,7 +283,8 @@ def build_changes(
         }
         entries = [run["baselines"][name] for run in runs if name in run["baselines"]]
         info["runs_flipped"] = sum(1 for entry in entries if entry.get("flips"))
-        info["leaf_flips"] = sum(len(entry.get("leaf_flips", [])) for entry in entries)
+        info["leaf_flips"] = sum(len(entry.get("leaf_flips") or []) for entry in entries)
+        info["runs_leaves_flipped"] = sum(1 for entry in entries if entry.get("leaf_flips"))
         info["runs_process_changed"] = sum(1 for entry in entries if entry.get("process_changes"))
         info["flip_counts"] = flip_counts(entries)
         if info["kind"] == "expjudge_fingerprint":
@@ -258,6 +300,11 @@ def build_changes(
             "An upstream judge failure (the monitor's output did not parse and every score is zero, or the "
             "scores themselves read 'Error parsing response') is not an agent failure: it is listed in "
             "'judge_failure_runs' and excluded from 'before_valid_only' and from deltas and flips.",
+            "Each flipped run lists its flipped leaves ('leaf_flips') with the old and new verdict, the new reason "
+            "and the grade id. The old EXP-Bench judge gave one verdict per stage, not per leaf: against it, a leaf "
+            "of a flipped stage flipped when its new verdict is not the old stage's (correct = pass, incorrect = "
+            "fail), and 'before_of' names that stage verdict. Against an earlier fingerprint, leaves compare leaf "
+            "by leaf; a score that moved under the same verdict is in 'leaf_score_changes', not a flip.",
         ],
         "aggregates_after": aggregate([new_verdicts(r) for r in graded]),
         "baselines": baselines,

@@ -43,6 +43,19 @@ class LeafVerdict:
     score: float | None
     reason_code: str | None
     target: str
+    reason: str = ""  # why the judge decided so (the leaf's reason, else its rationale): a flip says it
+
+
+def leaf_verdicts(grade: dict[str, Any]) -> dict[str, LeafVerdict]:
+    """Each leaf of a grade given as its JSON object, by leaf id."""
+    return {
+        leaf["leaf_id"]: LeafVerdict(
+            stage=leaf["stage"], verdict=leaf["verdict"], score=leaf.get("score"),
+            reason_code=leaf.get("reason_code"), target=str(leaf.get("target") or "")[:200],
+            reason=str(leaf.get("reason") or leaf.get("rationale") or ""),
+        )
+        for leaf in grade.get("leaves") or []
+    }
 
 
 @dataclass
@@ -103,13 +116,7 @@ class RunRecord:
         if isinstance(stated, dict):
             record.reference = str(stated.get("digest")) if stated.get("used") else "none"
         if keep_leaves:
-            record.leaves = {
-                leaf["leaf_id"]: LeafVerdict(
-                    stage=leaf["stage"], verdict=leaf["verdict"], score=leaf.get("score"),
-                    reason_code=leaf.get("reason_code"), target=str(leaf.get("target") or "")[:200],
-                )
-                for leaf in grade.get("leaves") or []
-            }
+            record.leaves = leaf_verdicts(grade)
         return record
 
     @classmethod

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from judge.grading.grader import reference_use
-from judge.regrade.comparison import build_changes
-from judge.regrade.export import RunRecord, make_out_dir, write_tables
+from judge.regrade.comparison import build_changes, flipped_against_expbench
+from judge.regrade.export import FAILURES_FILE, GRADES_FILE, RunRecord, leaf_verdicts, make_out_dir, write_tables
 from judge.regrade.report_html import render_changes_html
 from judge.regrade.sources import RunRef, TaskTable, run_key
 
@@ -45,6 +45,21 @@ async def previous_records(regrader: RegradeState, digest: str) -> dict[str, Run
     return previous
 
 
+async def load_flipped_leaves(regrader: RegradeState, refs: dict[str, RunRef]) -> None:
+    """The leaves of each run whose verdict flipped against an old EXP-Bench judge, read back from the store: the
+    report lists them, and a regrade keeps no leaves of the runs that did not flip."""
+    store = regrader.store
+    assert store is not None
+    wanted = {r.run_key: r for r in regrader.records
+              if r.grade_id is not None and not r.leaves and (ref := refs.get(r.run_id)) is not None
+              and any(flipped_against_expbench(r, verdict, regrader.rubric) for verdict in ref.old)}
+    if not wanted:
+        return
+    found = await store.grades.json_for_run_keys(regrader.options.tenant, list(wanted))
+    for key, text in found.items():
+        wanted[key].leaves = leaf_verdicts(json.loads(text))
+
+
 def state_references(records: list[RunRecord], refs: dict[str, RunRef], tasks: TaskTable) -> None:
     """Each graded run's reference (digest, or "none"), read from its task: the same for a grade made now, one
     from the cache or one stored before grades stated their reference (its task hash, so its reference, is the
@@ -76,7 +91,8 @@ def summary_of(result: RegradeResult, out_dir: Path) -> dict[str, Any]:
 
 
 async def write_outputs(regrader: RegradeState, result: RegradeResult) -> dict[str, Path]:
-    """runs.csv, runs.parquet, changes.json, changes.html and summary.json in the output folder."""
+    """runs.csv, runs.parquet, changes.json, changes.html and summary.json in the output folder; every file the
+    regrade wrote there (grades.jsonl and failures.jsonl too) by name."""
     out = regrader.options.out_dir
     previous = None
     digest = regrader.options.compare_fingerprint
@@ -84,10 +100,12 @@ async def write_outputs(regrader: RegradeState, result: RegradeResult) -> dict[s
         previous = await previous_records(regrader, digest)
     refs = {ref.run_id: ref for ref in result.discovery.runs}
     state_references(result.records, refs, result.discovery.tasks)
+    await load_flipped_leaves(regrader, refs)
     changes = build_changes(result.records, refs, regrader.rubric, result.fingerprint, previous, digest)
     csv_path, parquet_path = write_tables(result.records, out)
-    paths = {"csv": csv_path, "parquet": parquet_path, "changes_json": out / CHANGES_JSON,
-             "changes_html": out / CHANGES_HTML, "summary": out / SUMMARY_JSON}
+    paths = {"grades": out / GRADES_FILE, "failures": out / FAILURES_FILE, "csv": csv_path,
+             "parquet": parquet_path, "changes_json": out / CHANGES_JSON, "changes_html": out / CHANGES_HTML,
+             "summary": out / SUMMARY_JSON}
     paths["changes_json"].write_bytes(to_json(changes, indent=1, fallback=str))
     paths["changes_html"].write_text(render_changes_html(changes), encoding="utf-8")
     result.changes = changes

@@ -103,18 +103,25 @@ def _leaf_flips(report: dict[str, Any]) -> str:
     rows = []
     for run in report["runs"]:
         for name, entry in run["baselines"].items():
-            for flip in entry.get("leaf_flips", []):
+            for flip in entry.get("leaf_flips") or []:
+                before_of = flip.get("before_of", "leaf")
+                before = _fmt(flip["before"]) + (f" ({_fmt(flip['score_before'])})" if before_of == "leaf" else
+                                                 f" <span class=note>({_e(before_of)})</span>")
                 rows.append(_row([
-                    f"<td class=l>{_e(run['run_id'])}</td>", f"<td class=l>{_e(name)}</td>",
+                    f"<td class=l>{_e(run['run_id'])}<br><span class=note>grade "
+                    f"{_e(flip.get('grade_id') or run.get('grade_id'))}</span></td>",
+                    f"<td class=l>{_e(name)}</td>",
                     f"<td class=l>{_e(flip['leaf_id'])}</td>",
                     f"<td class=l>{_e(flip['stage'])}</td>",
-                    f"<td class=l>{_fmt(flip['before'])} ({_fmt(flip['score_before'])})</td>",
+                    f"<td class=l>{before}</td>",
                     f"<td class=l>{_fmt(flip['after'])} ({_fmt(flip['score_after'])})</td>",
+                    f"<td class=l>{_e(flip.get('reason_after') or '')}</td>",
                     f"<td class=l>{_e(flip['target'][:140])}</td>",
                 ]))
     if not rows:
-        return "<p class=note>No leaf verdict changed (leaf comparisons need --compare-fingerprint).</p>"
-    head = _row([f"<th class=l>{h}</th>" for h in ("run", "against", "leaf", "stage", "before", "after", "target")])
+        return "<p class=note>No leaf verdict flipped.</p>"
+    head = _row([f"<th class=l>{h}</th>" for h in ("run and grade", "against", "leaf", "stage", "before", "after",
+                                                   "why now", "target")])
     return f"<table>{head}{''.join(rows)}</table>"
 
 

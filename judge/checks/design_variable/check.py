@@ -23,9 +23,9 @@ from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.submission.view import SubmissionView, value_stated
 
 
-def _quoted(value: str, limit: int = 40) -> str:
-    """A ground-truth value as quoted text, cut to `limit` characters (the leaf's target holds it whole)."""
-    return f'"{value if len(value) <= limit else value[:limit - 1] + "…"}"'
+def _quoted(value: str) -> str:
+    """A ground-truth value as quoted text, whole: a reader sees which value was found (a display folds it)."""
+    return f'"{value}"'
 
 
 class DesignVariableArgs(CheckArgs):
