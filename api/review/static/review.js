@@ -205,6 +205,7 @@
     }
   });
 
+  window.addEventListener("hashchange", findLeafPage);  // the same page with another leaf's #anchor
   if (findLeafPage()) return;
   if (leaves.length) {
     const fromHash = window.location.hash ? leaves.findIndex(function (l) { return "#" + l.id === window.location.hash; }) : -1;
