@@ -89,10 +89,6 @@ class IsolatedGrading:
             calibration.model_dump_json())
         return Grade.model_validate_json(text)
 
-    def pids(self) -> list[int]:
-        """The process ids of the children running now."""
-        return [process.pid for process in self._processes() if process.pid is not None and process.is_alive()]
-
     def _processes(self) -> list[BaseProcess]:
         # The pool's own table of its workers (private, but the only handle on them before Python 3.14's
         # ProcessPoolExecutor.terminate_workers()).
