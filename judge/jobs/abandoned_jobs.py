@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 
+from judge.jobs.parent_watch import process_alive
 from judge.store import JobRecord, Store
 
 log = logging.getLogger(__name__)
@@ -43,15 +44,7 @@ def runner_is_gone(owner: str, me: str) -> bool:
     if host != socket.gethostname() or not pid_text.isdigit():
         return False
     pid = int(pid_text)
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # a live process of another user
-        return False
-    return False
+    return pid == os.getpid() or not process_alive(pid)
 
 
 def _reason(job: JobRecord) -> str:

@@ -70,14 +70,35 @@ def stop_gracefully_then_exit(grace: float = GRACE_SECONDS) -> None:
     os._exit(1)
 
 
+def process_alive(pid: int) -> bool:
+    """True while a process with this pid runs on this machine; a zombie (ended, not reaped yet: an orphan's
+    new parent may never reap it) has ended."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):  # no /proc (not Linux): signal 0 answered, so it runs
+        return True
+
+
 def watch_serve_supervisor() -> threading.Thread | None:
     """In a worker process of `expjudge serve --workers N`, leave when that supervisor dies; None elsewhere.
 
     The supervisor sets SUPERVISOR_ENV to its pid before it starts the workers; a process whose parent is
-    that pid is one of them. A service run with one worker is not watched: its parent is whatever started
-    it (a shell, systemd), and a service outlives its shell by design.
+    that pid is one of them. A worker whose supervisor died before the worker got here (its parent is
+    already PID 1 or a subreaper) leaves at once; a process that merely inherited the variable from a live
+    supervisor's worker is not watched. A service run with one worker is not watched either: its parent is
+    whatever started it (a shell, systemd), and a service outlives its shell by design.
     """
     supervisor = os.environ.get(SUPERVISOR_ENV, "")
-    if not supervisor.isdigit() or int(supervisor) != os.getppid():
+    if not supervisor.isdigit():
         return None
-    return watch_parent(int(supervisor), stop_gracefully_then_exit)
+    pid = int(supervisor)
+    if pid != os.getppid() and process_alive(pid):
+        return None
+    return watch_parent(pid, stop_gracefully_then_exit)
