@@ -78,7 +78,8 @@ def big_grade(n_leaves: int, fingerprint: JudgeFingerprint, compared: bool = Tru
 
 
 async def store_synthetic_grade(store: Store, tenant: str, grade: Grade, diff: str) -> str:
-    """Store `grade` as tenant's, with a finished job holding `diff` (the review page shows evidence in it).
+    """Store `grade` as tenant's, with a finished job holding `diff` (the review page shows evidence in it), and
+    its review index rows.
 
     Returns:
         The grade's id.
@@ -91,4 +92,5 @@ async def store_synthetic_grade(store: Store, tenant: str, grade: Grade, diff: s
                             job_id=job_id)
     await store.grades.save(tenant, f"run-{job_id}", grade, job_id=job_id)
     await store.jobs.record_item(job_id, 0, ItemOutcome(state="done", grade_id=grade.grade_id))
+    await store.review.index_new_grades(tenant, [grade])  # as a job does once its grades are stored
     return grade.grade_id
