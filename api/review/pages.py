@@ -29,6 +29,9 @@ from judge.store.review_records import ReviewFilter
 
 router = APIRouter(include_in_schema=False)
 GRADES_PAGE = 50
+# The task's requirements and the diff's files listed above a grade's leaves, at most (a PaperBench-size task
+# has thousands; every one is a leaf, paged below).
+PANEL_LIST_CAP = 200
 QUEUE_PAGE = 20
 # Parsed grades and the contexts (task, submission, indexed diff) of recently viewed grades: a reviewer pages
 # through the same grades many times, and a stored grade never changes, so neither goes stale.
@@ -170,7 +173,7 @@ async def grade_page(
                 context=context, siblings=siblings, newer=newer, older=older, calibration=calibration,
                 keys=LEAF_KEYS, back=page_url(shown.number), filters=filters, here=here,
                 stages=list(dict.fromkeys(one.stage for one in grade.leaves)), verdicts=VERDICT_FILTERS,
-                default_order=default_order(grade), page_leaves=PAGE_LEAVES,
+                default_order=default_order(grade), page_leaves=PAGE_LEAVES, list_cap=PANEL_LIST_CAP,
                 pages={"first": page_url(1), "prev": page_url(shown.number - 1), "next": page_url(shown.number + 1),
                        "last": page_url(shown.pages)})
 

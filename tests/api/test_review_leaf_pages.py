@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from api.review.leaf_paging import PAGE_LEAVES
+from api.review.pages import PANEL_LIST_CAP
 from judge.devtools.synthetic_grades import big_diff, big_grade
 from tests.api.review_support import ReviewApp, fingerprint, serve_review_app, tenant
 
@@ -30,8 +31,9 @@ def verdicts(text: str) -> list[str]:
 def test_a_large_grade_opens_a_page_of_leaves_failed_and_disagreed_first(app: ReviewApp) -> None:
     owner = tenant()
     grade = big_grade(LEAVES, fingerprint())
+    requirements = [f"Requirement {i}: do thing {i}" for i in range(LEAVES)]
     app.save(owner, grade, {"submission_id": grade.submission_id, "task_id": grade.task_id,
-                            "diff": big_diff(LEAVES)})
+                            "diff": big_diff(LEAVES)}, {"task_id": grade.task_id, "requirements": requirements})
     ann = app.key(owner, "reviewer", "ann")
     passed = next(leaf.leaf_id for leaf in grade.leaves if leaf.verdict == "pass" and leaf.stage == "conclusion")
     app.client.put(f"/v1/grades/{grade.grade_id}/leaves/{passed}/label", json={"label": "fail"},
@@ -47,6 +49,9 @@ def test_a_large_grade_opens_a_page_of_leaves_failed_and_disagreed_first(app: Re
     assert f"leaves 1–{PAGE_LEAVES} of {LEAVES}" in first.text and "page 1 of 5" in first.text
     assert f'data-next-page="{url}?page=2"' in first.text and 'data-prev-page=""' in first.text
     assert "<kbd>]</kbd>" in first.text and "next page of leaves" in first.text  # the keys, documented
+    # The task panel lists the first PANEL_LIST_CAP requirements, not thousands (each is a leaf, paged).
+    assert f"Requirements ({LEAVES})" in first.text and "Requirement 199: do thing 199" in first.text
+    assert "Requirement 200:" not in first.text and f"… and {LEAVES - PANEL_LIST_CAP} more" in first.text
 
     pages = [shown(client.get(f"{url}?page={n}").text) for n in range(2, 6)]
     every = ids + [leaf for page in pages for leaf in page]
