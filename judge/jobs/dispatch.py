@@ -13,9 +13,6 @@ from judge.jobs.runtime import GradingRuntime
 
 log = logging.getLogger(__name__)
 
-# How often an in-process pool looks for running jobs whose runner stopped beating (seconds).
-SWEEP_SECONDS = 30.0
-
 
 class Dispatcher(Protocol):
     """Takes job ids and makes sure a runner picks them up."""
@@ -38,8 +35,7 @@ class InProcessPool:
 
     Jobs outlive the process in the store: on start the pool takes up every job still queued, every
     running job whose runner on this host is gone (judge/jobs/abandoned_jobs.py) and every running job
-    whose runner stopped beating, and while it runs it looks again every SWEEP_SECONDS for jobs whose
-    runner stopped beating; on close it releases what it holds.
+    whose runner stopped beating; on close it releases what it holds.
 
     Args:
         runtime: Store, judges and rubrics.
@@ -60,17 +56,6 @@ class InProcessPool:
         resumed = await take_back_abandoned(store, self.owner)
         for job_id in dict.fromkeys([*resumed, *await store.jobs.recoverable(STALE_AFTER, queued=True)]):
             self._queue.put_nowait(job_id)
-        self._tasks.append(asyncio.create_task(self._sweep()))
-
-    async def _sweep(self) -> None:
-        """Queue, now and then, the running jobs whose runner stopped beating (another process's, here or not)."""
-        while True:
-            await asyncio.sleep(SWEEP_SECONDS)
-            try:
-                for job_id in await self.runtime.store.jobs.recoverable(STALE_AFTER, queued=False):
-                    self._queue.put_nowait(job_id)  # run_job claims it only if its beat is still stale
-            except Exception:  # the store may be down a while: look again at the next sweep
-                log.exception("looking for jobs whose runner stopped failed")
 
     async def submit(self, job_id: str) -> None:
         """Queue a job."""
