@@ -19,6 +19,7 @@ from api.routes import grades, grading, jobs, meta, process
 from judge.gc_tuning import freeze_startup_objects
 from judge.jobs import GradingRuntime, make_dispatcher, runner_id
 from judge.jobs.fair_slots import FairSlots
+from judge.jobs.parent_watch import watch_serve_supervisor
 from judge.settings import Settings, configure_offline_environment, get_settings
 from judge.store import Store
 
@@ -45,6 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_offline_environment()
+        watch_serve_supervisor()  # a worker of `expjudge serve --workers N` ends when its supervisor is killed
         store = Store(config.database_url)
         await store.migrate()
         # A judge name or missing key is refused at once only once litellm is imported (seconds): do it now,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +37,34 @@ def headless_chromium(profile: Path, *extra_args: str) -> Any:
     driver = webdriver.Chrome(service=ChromeService(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
     return driver
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 20) -> Any:
+    """Poll `check` until it returns something true (returned); AssertionError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def log_in(driver: Any, base: str, key: str) -> None:
+    """Log `driver` in to the review pages at `base` with the API key `key`."""
+    from selenium.webdriver.common.by import By
+
+    driver.delete_all_cookies()
+    driver.get(f"{base}/review/login")
+    driver.find_element(By.ID, "api_key").send_keys(key)
+    driver.find_element(By.ID, "login").click()
+    wait_for(lambda: driver.current_url.endswith("/review/grades"), "the grades page after logging in")
+
+
+def press(driver: Any, *keys: str) -> None:
+    """Type keys into whatever has the focus, one at a time, as a person would."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    for key in keys:
+        ActionChains(driver).send_keys(key).perform()
+        time.sleep(0.05)

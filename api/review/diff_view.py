@@ -122,7 +122,11 @@ def _quote_lines(quote: str) -> list[str]:
 
 
 class DiffIndex:
-    """A diff's hunks with every non-blank line indexed by its normalised text, so a quote is found in O(its lines).
+    """A diff's hunks; a quote is looked for in its own file's hunks first, then through an index of every
+    non-blank line by its normalised text (built on first need), so a quote is found in O(its lines).
+
+    A page of a large grade asks for a few files of a large diff: indexing every hunk up front cost most of the
+    first view of a 5,000-hunk diff, so each hunk's normalised lines are made when first read.
 
     Args:
         diff: The unified diff text.
@@ -130,43 +134,64 @@ class DiffIndex:
 
     def __init__(self, diff: str) -> None:
         self.hunks = parse_hunks(diff)
-        self._of_path: dict[str, list[Hunk]] = {}
-        # Per hunk: (line index, normalised text) of its non-blank lines; and text -> [(hunk, position)].
-        self._texts: list[list[tuple[int, str]]] = []
-        self._where: dict[str, list[tuple[int, int]]] = {}
-        for h, hunk in enumerate(self.hunks):
-            texts = [(i, _norm(line.text)) for i, line in enumerate(hunk.lines) if line.text.strip()]
-            self._texts.append(texts)
-            for position, (_i, text) in enumerate(texts):
-                self._where.setdefault(text, []).append((h, position))
+        self._of_path: dict[str, list[int]] = {}
+        # Per hunk: (line index, normalised text) of its non-blank lines, made on first read; and the index of
+        # every hunk's lines, text -> [(hunk, position)], made when a quote is not in its own file.
+        self._texts: list[list[tuple[int, str]] | None] = [None] * len(self.hunks)
+        self._where: dict[str, list[tuple[int, int]]] | None = None
+
+    def _numbers_of(self, path: str) -> list[int]:
+        found = self._of_path.get(path)
+        if found is None:
+            found = self._of_path[path] = [h for h, hunk in enumerate(self.hunks) if _same_file(path, hunk.path)]
+        return found
 
     def hunks_of(self, path: str) -> list[Hunk]:
         """The hunks of one file, in diff order (looked up once per path: a page asks for the same files often)."""
-        found = self._of_path.get(path)
-        if found is None:
-            found = self._of_path[path] = [hunk for hunk in self.hunks if _same_file(path, hunk.path)]
-        return found
+        return [self.hunks[h] for h in self._numbers_of(path)]
+
+    def _texts_of(self, h: int) -> list[tuple[int, str]]:
+        texts = self._texts[h]
+        if texts is None:
+            texts = self._texts[h] = [(i, _norm(line.text)) for i, line in enumerate(self.hunks[h].lines)
+                                      if line.text.strip()]
+        return texts
+
+    def _index(self) -> dict[str, list[tuple[int, int]]]:
+        if self._where is None:
+            where: dict[str, list[tuple[int, int]]] = {}
+            for h in range(len(self.hunks)):
+                for position, (_i, text) in enumerate(self._texts_of(h)):
+                    where.setdefault(text, []).append((h, position))
+            self._where = where
+        return self._where
+
+    def _run_at(self, h: int, position: int, wanted: list[str]) -> list[int] | None:
+        """The line indexes of hunk `h` holding `wanted` from its `position`-th non-blank line, if they do."""
+        run = self._texts_of(h)[position : position + len(wanted)]
+        return [i for i, _text in run] if [text for _i, text in run] == wanted else None
 
     def locate(self, quote: str, location: str | None) -> DiffExcerpt | None:
         """The hunk window where `quote` stands, quoted lines marked; None when it is not in the diff.
 
-        Where the quote's lines occur more than once, the occurrence in the quote's own file (from
-        `location`, "<path> @@ ... @@") wins.
+        Where the quote's lines occur more than once, the first occurrence in the quote's own file (from
+        `location`, "<path> @@ ... @@") wins, else the first in the diff.
         """
         wanted = _quote_lines(quote)
         if not wanted:
             return None
         path, _header = _split_location(location)
-        found: list[tuple[int, list[int]]] = []
-        for h, position in self._where.get(wanted[0], []):
-            texts = self._texts[h]
-            run = texts[position : position + len(wanted)]
-            if [text for _i, text in run] == wanted:
-                found.append((h, [i for i, _text in run]))
-        if not found:
-            return None
-        h, hits = next(((h, hits) for h, hits in found if _same_file(path, self.hunks[h].path)), found[0])
-        return _window(self.hunks[h], hits)
+        if path:
+            for h in self._numbers_of(path):
+                for position, (_i, text) in enumerate(self._texts_of(h)):
+                    hits = self._run_at(h, position, wanted) if text == wanted[0] else None
+                    if hits is not None:
+                        return _window(self.hunks[h], hits)
+        for h, position in self._index().get(wanted[0], []):
+            hits = self._run_at(h, position, wanted)
+            if hits is not None:
+                return _window(self.hunks[h], hits)
+        return None
 
 
 def _split_location(location: str | None) -> tuple[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from typing import Annotated, Any, Literal
+from urllib.parse import quote as quote_url
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
@@ -17,8 +18,9 @@ from api.deps import Service, ServiceDep
 from api.review.auth import COOKIE_PATH, Viewer, current_viewer
 from api.review.context_view import GradeContext, build_context
 from api.review.html import message_page, page, query, secure
+from api.review.leaf_paging import PAGE_LEAVES, VERDICT_FILTERS, default_order, page_of_leaves
 from api.review.session_routes import LOGIN_PATH, redirect
-from api.review.views import LEAF_KEYS, leaf_views, stage_groups
+from api.review.views import LEAF_KEYS, leaf_view, leaf_views, section_groups, stage_groups
 from judge.errors import InputError
 from judge.models import Grade
 from judge.store.labels import GradeLabels, visible_labels
@@ -27,6 +29,9 @@ from judge.store.review_records import ReviewFilter
 
 router = APIRouter(include_in_schema=False)
 GRADES_PAGE = 50
+# The task's requirements and the diff's files listed above a grade's leaves, at most (a PaperBench-size task
+# has thousands; every one is a leaf, paged below).
+PANEL_LIST_CAP = 200
 QUEUE_PAGE = 20
 # Parsed grades and the contexts (task, submission, indexed diff) of recently viewed grades: a reviewer pages
 # through the same grades many times, and a stored grade never changes, so neither goes stale.
@@ -125,8 +130,19 @@ async def grades_page(
 
 
 @router.get(f"{COOKIE_PATH}/grades/{{grade_id}}")
-async def grade_page(request: Request, grade_id: str, service: ServiceDep) -> Response:
-    """One grade: stage scores, EXP-Bench metrics, and every leaf with its evidence, verdict and labels."""
+async def grade_page(
+    request: Request,
+    grade_id: str,
+    service: ServiceDep,
+    page_number: Annotated[int, Query(alias="page", ge=1, le=1_000_000)] = 1,
+    stage: Text = None,
+    verdict: Text = None,
+    order: Literal["", "attention", "rubric"] = "",
+    leaf: Text = None,
+) -> Response:
+    """One grade: stage scores, EXP-Bench metrics, and a page of its leaves (failed and disagreed first on a
+    grade of many pages; by stage and verdict) with their evidence, verdicts and labels; `leaf` opens the page
+    that holds that leaf."""
     found = await viewer_and_grade(request, service, grade_id)
     if not isinstance(found, tuple):
         return found
@@ -139,11 +155,27 @@ async def grade_page(request: Request, grade_id: str, service: ServiceDep) -> Re
         service.store.calibrations.status_for(grade.fingerprint.digest, tenant),
         service.store.review.same_submission(tenant, grade_id),
     )
-    views = leaf_views(grade, labels, context)
-    return page("grade.html", viewer=viewer, page_name="grade", grade=grade, groups=stage_groups(views),
-                n_leaves=len(views), n_mine=len(labels.mine), diff_available=context.diff is not None,
+    filters = {"stage": stage or None, "verdict": verdict or None, "order": order or None}
+    try:
+        shown = page_of_leaves(grade, labels, number=page_number, stage=filters["stage"],
+                               verdict=filters["verdict"], order=order or None, leaf_id=leaf or None)
+    except InputError as exc:
+        return _bad_request(viewer, exc)
+    views = [leaf_view(grade.grade_id, one, labels, context) for one in shown.leaves]
+    groups = stage_groups(views) if shown.order == "rubric" else section_groups(views, shown.section)
+    here = f"{COOKIE_PATH}/grades/{quote_url(grade_id, safe='')}"
+
+    def page_url(number: int) -> str | None:
+        return here + query(**filters, page=number if number > 1 else None) if 1 <= number <= shown.pages else None
+
+    return page("grade.html", viewer=viewer, page_name="grade", grade=grade, groups=groups, shown=shown,
+                n_leaves=len(grade.leaves), n_mine=len(labels.mine), diff_available=context.diff is not None,
                 context=context, siblings=siblings, newer=newer, older=older, calibration=calibration,
-                keys=LEAF_KEYS, back=f"{COOKIE_PATH}/grades/{grade_id}")
+                keys=LEAF_KEYS, back=page_url(shown.number), filters=filters, here=here,
+                stages=list(dict.fromkeys(one.stage for one in grade.leaves)), verdicts=VERDICT_FILTERS,
+                default_order=default_order(grade), page_leaves=PAGE_LEAVES, list_cap=PANEL_LIST_CAP,
+                pages={"first": page_url(1), "prev": page_url(shown.number - 1), "next": page_url(shown.number + 1),
+                       "last": page_url(shown.pages)})
 
 
 async def tenant_raters(service: Service, tenant: str) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -136,7 +137,13 @@ def leaf_views(grade: Grade, labels: GradeLabels, context: GradeContext,
 
 def stage_groups(views: list[LeafView]) -> list[tuple[str, list[LeafView]]]:
     """Leaves grouped by stage, stages in the order they first appear."""
+    return section_groups(views, lambda leaf: leaf.stage)
+
+
+def section_groups(views: list[LeafView], section: Callable[[LeafResult], str]) -> list[tuple[str, list[LeafView]]]:
+    """Leaves grouped under the heading `section` gives each, headings in the order they first appear (the
+    leaves come sorted by it: see api/review/leaf_paging.py)."""
     groups: dict[str, list[LeafView]] = {}
     for view in views:
-        groups.setdefault(view.leaf.stage, []).append(view)
+        groups.setdefault(section(view.leaf), []).append(view)
     return list(groups.items())

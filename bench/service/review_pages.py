@@ -1,4 +1,4 @@
-"""Time the review pages server-side: a 1,000-leaf grade page, and paging the queue over 10,000 leaves.
+"""Time the review pages: a 5,000-leaf grade's first page (server-side and in Chromium), and the queue.
 
 The service app runs in-process (FastAPI TestClient, so the figures are the server's: routing, store
 reads, grade parsing, evidence lookup in the diff, template rendering; no browser, no network). The
@@ -8,14 +8,19 @@ failed leaf records what it was compared with (issue 25): a requirement the code
 design or conclusion leaf a text item, so the page shows each inside its file or text. Targets (issue 16):
 the grade page under 1 s; the queue paged over all 10,000 leaves without loading them.
 
-    .venv/bin/python bench/service/review_pages.py [--grades 10] [--leaves 1000] [--repeat 5] [--no-compared]
-        [--database-url URL]
+The grade page shows a page of leaves (issue 42: a 5,015-leaf grade was one 58 MB page that headless
+Chromium could not render). Then a real `expjudge serve` on the same store is opened in headless
+Chromium: the time from asking for a grade's page to its first page shown (its leaves on screen and
+review.js ready), for grades this server has not read yet (parsed and their diff indexed on that view)
+and for one it has, with the page's bytes; target (issue 42): at most 2 s at 5,000 leaves.
+
+    .venv/bin/python bench/service/review_pages.py [--grades 6] [--leaves 5000] [--repeat 5] [--no-compared]
+        [--no-browser] [--database-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -36,74 +41,14 @@ configure_offline_environment()
 from fastapi.testclient import TestClient  # noqa: E402
 
 from api.app import create_app  # noqa: E402
+from api.review.leaf_paging import PAGE_LEAVES  # noqa: E402
+from judge.devtools.local_services import offline_env, start_service  # noqa: E402
+from judge.devtools.synthetic_grades import big_diff, big_grade, store_synthetic_grade  # noqa: E402
 from judge.grading.grader import fingerprint_for  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
-from judge.models import EvidenceQuote, ExpBenchMetrics, Grade, LeafResult, StageScore  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
 from judge.settings import Settings  # noqa: E402
-from judge.store import ItemOutcome  # noqa: E402
 from judge.store.review_records import KeyIdentity  # noqa: E402
-
-STAGES = ("design", "implementation", "conclusion")
-
-
-def big_diff(n_hunks: int) -> str:
-    """A diff of `n_hunks` hunks over 50 files, 8 lines each."""
-    out = []
-    for file in range(50):
-        out += [f"diff --git a/src/mod_{file}.py b/src/mod_{file}.py", f"--- a/src/mod_{file}.py",
-                f"+++ b/src/mod_{file}.py"]
-        for h in range(file, n_hunks, 50):
-            start = 10 + 40 * (h // 50)
-            out.append(f"@@ -{start},4 +{start},6 @@ def step_{h}():")
-            out += [f"     value_{h} = prepare({h})", f"-    result_{h} = old({h})",
-                    f"+    result_{h} = new_method({h}, alpha=0.{h % 9})", f"+    log('step {h}', result_{h})",
-                    f"+    check(result_{h})", f"     return result_{h}", "     # end", ""]
-    return "\n".join(out) + "\n"
-
-
-def compared_with(i: int, stage: str, n_leaves: int) -> list[EvidenceQuote]:
-    """What failed leaf `i` was compared with: the code unit of the next hunk (by its lines), or a text item."""
-    if stage == "implementation":
-        h = (i + 1) % n_leaves
-        start = 10 + 40 * (h // 50)
-        return [EvidenceQuote(source="diff", text=f"result_{h} = new_method({h}, alpha=0.{h % 9})",
-                              location=f"src/mod_{h % 50}.py:{start + 1}-{start + 3} (block)", verified=True,
-                              similarity=0.31)]
-    source = "design" if stage == "design" else "conclusion"
-    return [EvidenceQuote(source=source, text=f"Item {i + 1}: a near miss", location=f"{source} item {i + 1}",
-                          verified=True, similarity=0.42)]
-
-
-def big_grade(n_leaves: int, fingerprint: object, compared: bool = True) -> Grade:
-    """A grade of `n_leaves` leaves; implementation leaves cite lines of hunk i, failed ones record a near miss."""
-    leaves = []
-    for i in range(n_leaves):
-        stage = STAGES[i % 3]
-        verdict = ("pass", "fail", "partial")[i % 3]
-        evidence = []
-        if stage == "implementation":
-            evidence = [EvidenceQuote(source="diff", text=f"+    result_{i} = new_method({i}, alpha=0.{i % 9})\n"
-                                                          f"+    log('step {i}', result_{i})\n+    check(result_{i})",
-                                      location=f"src/mod_{i % 50}.py @@ -{10 + 40 * (i // 50)},4 @@", verified=True,
-                                      similarity=0.7)]
-        elif stage == "design":
-            evidence = [EvidenceQuote(source="design", text=f"Variable {i}: learning rate in (0.1, 0.01)",
-                                      location=f"design item {i}", verified=True, similarity=0.8)]
-        leaves.append(LeafResult(
-            leaf_id=f"{stage}.{i}", template_id="requirement" if stage == "implementation" else stage, stage=stage,
-            title=f"Leaf {i}", target=f"Ground-truth item {i}: the agent should do thing {i}", verdict=verdict,
-            score={"pass": 1.0, "partial": 0.5}.get(verdict, 0.0), rationale=f"closest snippet scores 0.{i % 97:02d}",
-            evidence=evidence, confidence=(i * 7919 % 1000) / 1000, votes={verdict: 1}, judge="embedded",
-            compared=compared_with(i, stage, n_leaves) if compared and verdict == "fail" else []))
-    return Grade(
-        task_id=f"9{uuid.uuid4().hex[:4]}:0", submission_id=f"sub-{uuid.uuid4().hex[:8]}", agent="bench",
-        task_hash=uuid.uuid4().hex * 2, submission_hash=uuid.uuid4().hex * 2, fingerprint=fingerprint,
-        leaves=leaves, stages=[StageScore(stage="implementation", score=50.0, leaves_total=n_leaves,
-                                          leaves_scored=n_leaves, leaves_passed=n_leaves // 3)],
-        overall_score=50.0, metrics=ExpBenchMetrics(D=50.0, I=50.0, E=None, C=None, design_correct=False,
-                                                    implementation_correct=False, all_correct=False,
-                                                    all_correct_executed=None, thresholds={}))
 
 
 def timed(fn: object, repeat: int, cpu: list[float] | None = None) -> list[float]:
@@ -118,13 +63,64 @@ def timed(fn: object, repeat: int, cpu: list[float] | None = None) -> list[float
     return out
 
 
+# What the browser reports of the page it shows: navigation timing, first contentful paint, its bytes.
+_TIMING = """const n = performance.getEntriesByType('navigation')[0];
+const p = performance.getEntriesByName('first-contentful-paint')[0];
+return [n.responseStart / 1000, p ? p.startTime / 1000 : null, n.decodedBodySize];"""
+
+
+def chromium_figures(url: str, secret: str, grade_ids: list[str], args: argparse.Namespace) -> None:
+    """Open grade pages in headless Chromium against `expjudge serve` on the store at `url`, and print the times."""
+    from tests.browser_support import browser_missing, headless_chromium, log_in, wait_for
+
+    missing = browser_missing()
+    if missing:
+        print(f"Chromium figures skipped: {missing}")
+        return
+    folder = Path(tempfile.mkdtemp(prefix="review-bench-browser-"))
+    service, base = start_service(folder, offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true"))
+    driver = headless_chromium(folder / "profile")
+    try:
+        log_in(driver, base, secret)
+
+        def shown(path: str) -> tuple[float, float, float, int]:
+            start = time.perf_counter()
+            driver.get(base + path)  # returns once the page has loaded
+            wait_for(lambda: driver.execute_script("return document.body.dataset.ready === 'true' && "
+                                                   "document.querySelector('section.leaf') !== null"), path, 60)
+            wall = time.perf_counter() - start
+            answered, painted, size = driver.execute_script(_TIMING)
+            return wall, answered, painted or wall, int(size)
+
+        pages = -(-args.leaves // PAGE_LEAVES)
+        cold = [shown(f"/review/grades/{gid}") for gid in grade_ids[1:args.repeat + 1]]
+        warm = [shown(f"/review/grades/{grade_ids[1]}") for _ in range(args.repeat)]
+        last = [shown(f"/review/grades/{grade_ids[1]}?page={pages}") for _ in range(args.repeat)]
+    finally:
+        driver.quit()
+        service.stop()
+
+    def line(name: str, runs: list[tuple[float, float, float, int]]) -> str:
+        walls, answers, paints = ([run[i] for run in runs] for i in range(3))
+        return (f"  {name}: shown in median {statistics.median(walls):.2f} s, max {max(walls):.2f} s (first paint "
+                f"{statistics.median(paints):.2f} s, server's answer began {statistics.median(answers):.2f} s) over "
+                f"{len(runs)}; {statistics.median(run[3] for run in runs) / 1e3:.0f} kB of HTML   target <= 2 s")
+
+    print(f"Chromium (headless, `expjudge serve` on loopback), grade of {args.leaves} leaves, {PAGE_LEAVES} a page; "
+          f"load average {os.getloadavg()[0]:.1f}; before (issue 42): one 58 MB page, Chromium timed out:")
+    print(line("first page, grade not yet read by this server (parsed, diff indexed)", cold))
+    print(line("first page again (grade and diff cached)", warm))
+    print(line(f"last page ({pages})", last))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--grades", type=int, default=10)
-    parser.add_argument("--leaves", type=int, default=1000)
+    parser.add_argument("--grades", type=int, default=6)
+    parser.add_argument("--leaves", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-compared", action="store_true", help="leaves record nothing they were compared with "
                         "(the workload before issue 25)")
+    parser.add_argument("--no-browser", action="store_true", help="server-side figures only (no Chromium)")
     parser.add_argument("--database-url", default=None, help="default: a fresh SQLite file")
     args = parser.parse_args()
     url = args.database_url or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='review-bench-')}/store.db"
@@ -144,15 +140,8 @@ def main() -> None:
         started = time.perf_counter()
         grade_ids = []
         for _ in range(args.grades):
-            grade, job_id = big_grade(args.leaves, fingerprint, not args.no_compared), uuid.uuid4().hex
-            payload = json.dumps({"rubric": "expbench-v1", "items": [
-                {"task": {"task_id": grade.task_id}, "submission": {"submission_id": grade.submission_id,
-                                                                    "task_id": grade.task_id, "diff": diff}}]})
-            portal.call(partial(store.jobs.create, tenant=tenant, kind="grade", payload_json=payload, total=1,
-                                request_hash=job_id, job_id=job_id))
-            portal.call(partial(store.grades.save, tenant, f"run-{job_id}", grade, job_id=job_id))
-            portal.call(partial(store.jobs.record_item, job_id, 0,
-                                ItemOutcome(state="done", grade_id=grade.grade_id)))
+            grade = big_grade(args.leaves, fingerprint, not args.no_compared)
+            portal.call(store_synthetic_grade, store, tenant, grade, diff)
             grade_ids.append(grade.grade_id)
         stored = time.perf_counter() - started
         _record, secret = portal.call(partial(store.api_keys.create, tenant, "ann", "reviewer"))
@@ -162,8 +151,9 @@ def main() -> None:
 
         grade_url = f"/review/grades/{grade_ids[0]}"
         first = client.get(grade_url)
-        assert first.status_code == 200 and first.text.count('<section class="leaf') == args.leaves
-        assert first.text.count(' hit">') >= args.leaves // 3 * 3  # every requirement's quoted lines found
+        assert first.status_code == 200 and first.text.count('<section class="leaf') == min(args.leaves, PAGE_LEAVES)
+        cited = first.text.count('<span class="stage">implementation</span>')
+        assert first.text.count(' hit">') >= cited * 3  # every requirement's quoted lines found
         warm_cpu: list[float] = []
         cold_cpu: list[float] = []
         warm = timed(lambda: client.get(grade_url).raise_for_status(), args.repeat, warm_cpu)
@@ -207,8 +197,11 @@ def main() -> None:
     print(f"queue over {seen} leaves: {pages} keyset pages of 20 in SQL, wall {ms(sql)} per page")
     print(f"queue page over HTTP (20 leaves with evidence, rendered): wall {ms(http)}, {cpu(http_cpu)} "
           f"over the first {len(http)} pages")
+    if not args.no_browser:
+        chromium_figures(url, secret, grade_ids, args)
     print(f"command: .venv/bin/python bench/service/review_pages.py --grades {args.grades} --leaves {args.leaves} "
           f"--repeat {args.repeat}" + (" --no-compared" if args.no_compared else "")
+          + (" --no-browser" if args.no_browser else "")
           + (f" --database-url {args.database_url}" if args.database_url else ""))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from dataclasses import dataclass
 
 import typer
@@ -73,6 +74,10 @@ def serve(
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     stack = server_stack(http, loop)
     log.info("HTTP parser %s, event loop %s", stack.http, stack.loop)
+    if workers > 1:  # the workers leave if this supervisor dies without stopping them (judge/jobs/parent_watch.py)
+        from judge.jobs.parent_watch import SUPERVISOR_ENV
+
+        os.environ[SUPERVISOR_ENV] = str(os.getpid())
     uvicorn.run(
         "api.app:create_app",
         factory=True,

@@ -7,6 +7,7 @@ import contextlib
 import logging
 from typing import Protocol
 
+from judge.jobs.abandoned_jobs import take_back_abandoned
 from judge.jobs.runner import STALE_AFTER, run_job, runner_id
 from judge.jobs.runtime import GradingRuntime
 
@@ -32,8 +33,9 @@ class Dispatcher(Protocol):
 class InProcessPool:
     """Runs jobs on this process's event loop, `workers` at a time.
 
-    Jobs outlive the process in the store: on start the pool takes up every job still queued and
-    every running job whose runner stopped beating; on close it releases what it holds.
+    Jobs outlive the process in the store: on start the pool takes up every job still queued, every
+    running job whose runner on this host is gone (judge/jobs/abandoned_jobs.py) and every running job
+    whose runner stopped beating; on close it releases what it holds.
 
     Args:
         runtime: Store, judges and rubrics.
@@ -50,7 +52,9 @@ class InProcessPool:
     async def start(self) -> None:
         """Start the workers and queue the jobs left behind by a process that died."""
         self._tasks = [asyncio.create_task(self._work()) for _ in range(self._workers)]
-        for job_id in await self.runtime.store.jobs.recoverable(STALE_AFTER, queued=True):
+        store = self.runtime.store
+        resumed = await take_back_abandoned(store, self.owner)
+        for job_id in dict.fromkeys([*resumed, *await store.jobs.recoverable(STALE_AFTER, queued=True)]):
             self._queue.put_nowait(job_id)
 
     async def submit(self, job_id: str) -> None:

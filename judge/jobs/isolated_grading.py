@@ -7,6 +7,11 @@ Python runs one thread at a time: while an 800-leaf grade ran beside them, norma
 this one) whose scheduling priority is lowered: the service's own process and its small grades come first
 on the machine's cores, and the large grade takes what is left. The store is read and written here as for
 any grade; only the grading itself moves.
+
+The child ends with the service (issue 42): `close()` terminates it when the service stops, and the child
+watches its parent and exits when it is gone (a service killed with SIGKILL runs no `close()`). The
+multiprocessing resource tracker the pool starts ends by itself once the service and the child are gone
+(it exits when the last process holding its pipe does).
 """
 
 from __future__ import annotations
@@ -15,19 +20,28 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import signal
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.process import BaseProcess
 
+from judge.jobs.parent_watch import watch_parent
 from judge.models import CalibrationStatus, Grade, Submission, Task
 
 # How much lower the child's priority is (nice increment; 19 is the lowest).
 CHILD_NICENESS = 10
+# How long a stopped child may take to end on SIGTERM before it is killed (seconds).
+STOP_SECONDS = 3.0
 
 _graders: dict[str, object] = {}
 
 
-def _start_child() -> None:
+def _start_child(parent: int) -> None:
     from judge.settings import configure_offline_environment
 
+    # Ctrl-C in a terminal signals the whole process group: the service stops this child itself (close()),
+    # so the child does not die of the KeyboardInterrupt on its own, printing a traceback mid-grade.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_parent(parent)
     configure_offline_environment()
     with contextlib.suppress(OSError):  # not permitted on some systems: the child still frees our interpreter
         os.nice(CHILD_NICENESS)
@@ -69,14 +83,29 @@ class IsolatedGrading:
         """
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_start_child)
+                                             initializer=_start_child, initargs=(os.getpid(),))
         text = await asyncio.get_running_loop().run_in_executor(
             self._pool, _grade_in_child, rubric_id, task.model_dump_json(), submission.model_dump_json(),
             calibration.model_dump_json())
         return Grade.model_validate_json(text)
 
+    def _processes(self) -> list[BaseProcess]:
+        # The pool's own table of its workers (private, but the only handle on them before Python 3.14's
+        # ProcessPoolExecutor.terminate_workers()).
+        table = getattr(self._pool, "_processes", None) or {}
+        return list(table.values())
+
     def close(self) -> None:
-        """Stop the children (a grade in flight is abandoned)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """Stop the children now (a grade in flight is abandoned: its job is resumed on the next start)."""
+        if self._pool is None:
+            return
+        processes = self._processes()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = None
+        for process in processes:  # shutdown() alone lets a grade in flight run to its end
+            process.terminate()
+        for process in processes:
+            process.join(STOP_SECONDS)
+            if process.is_alive():
+                process.kill()
+                process.join(STOP_SECONDS)

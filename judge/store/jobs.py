@@ -376,6 +376,22 @@ class JobStore:
         )
         return await self._store.run_write(lambda c: list(c.execute(statement).scalars().all()))
 
+    async def running(self) -> list[JobRecord]:
+        """Every running job (a few at a time in practice: the ones runners hold now)."""
+        query = select(*_COLUMNS).where(JobRow.state == "running")
+        rows = await self._store.run_read(lambda c: list(c.execute(query).all()))
+        return [_record(row) for row in rows]
+
+    async def release(self, job_id: str, owner: str) -> bool:
+        """Re-queue job `job_id` if `owner` still holds it running (its runner died); False otherwise."""
+        statement = (
+            update(JobRow)
+            .where(JobRow.job_id == job_id, JobRow.owner == owner, JobRow.state == "running")
+            .values(state="queued", owner=None, heartbeat_at=None)
+            .returning(JobRow.job_id)
+        )
+        return await self._store.run_write(lambda c: c.execute(statement).one_or_none() is not None)
+
     async def recoverable(self, stale_after: timedelta, *, queued: bool) -> list[str]:
         """Jobs whose runner stopped beating (and, when `queued`, every job still waiting)."""
         cutoff = utcnow() - stale_after

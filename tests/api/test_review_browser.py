@@ -13,8 +13,7 @@ import copy
 import json
 import os
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 
 from judge.devtools.local_services import expjudge_command, offline_env, start_service
 from judge.models.grade import JudgeFingerprint
-from tests.browser_support import browser_missing, headless_chromium
+from tests.browser_support import browser_missing, headless_chromium, log_in, press, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "grade_request.json"
@@ -87,35 +86,6 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
-
-
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def log_in(driver: Any, base: str, key: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    driver.delete_all_cookies()
-    driver.get(f"{base}/review/login")
-    driver.find_element(By.ID, "api_key").send_keys(key)
-    driver.find_element(By.ID, "login").click()
-    wait_for(lambda: driver.current_url.endswith("/review/grades"), "the grades page after logging in")
-
-
-def press(driver: Any, *keys: str) -> None:
-    """Type keys into whatever has the focus, one at a time, as a person would."""
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    for key in keys:
-        ActionChains(driver).send_keys(key).perform()
-        time.sleep(0.05)
 
 
 def settled(driver: Any, labelled: int) -> bool:

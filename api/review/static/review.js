@@ -1,4 +1,5 @@
-// Keyboard review of grade leaves: j/k move, a/p/f/r label, n note, g next grade (or next queue page).
+// Keyboard review of grade leaves: j/k move, a/p/f/r label, n note, g next grade (or next queue page),
+// [/] or the left/right arrows the previous/next page of a grade's leaves.
 // Labels are sent with fetch and the session's CSRF token; every text from the server is set with
 // textContent, never as markup.
 (function () {
@@ -32,6 +33,26 @@
     leaf.setAttribute("aria-current", "true");
     leaf.focus({ preventScroll: true });
     leaf.scrollIntoView({ block: "nearest" });
+  }
+
+  // Opens the page of leaves the pager names in `attribute`, if there is one.
+  function turnPage(attribute, none) {
+    const pager = document.getElementById("pager");
+    const url = pager ? pager.getAttribute(attribute) : "";
+    if (url) window.location.assign(url); else say(none);
+  }
+
+  // A link to a leaf that is on another page of its grade (#leaf-ID): ask the server for the page holding it.
+  function findLeafPage() {
+    const hash = window.location.hash;
+    if (!hash.startsWith("#leaf-") || !document.getElementById("pager")) return false;
+    if (document.getElementById(decodeURIComponent(hash.slice(1)))) return false;
+    const url = new URL(window.location.href);
+    if (url.searchParams.has("leaf")) return false;
+    url.searchParams.set("leaf", decodeURIComponent(hash.slice("#leaf-".length)));
+    ["page", "stage", "verdict"].forEach(function (name) { url.searchParams.delete(name); });
+    window.location.replace(url.toString());
+    return true;
   }
 
   function labelSpan(label) {
@@ -132,8 +153,15 @@
       if (target.matches("textarea[name=note]")) onNoteKey(event, target);
       return;
     }
-    if (!leaves.length && event.key !== "g") return;
+    const pageKeys = document.getElementById("pager") ? ["[", "]", "ArrowLeft", "ArrowRight"] : [];
+    if (!leaves.length && event.key !== "g" && pageKeys.indexOf(event.key) < 0) return;
+    if (event.shiftKey && event.key.startsWith("Arrow")) return;
     const leaf = leaves[current];
+    switch (pageKeys.indexOf(event.key) >= 0 ? event.key : "") {
+      case "[": case "ArrowLeft": turnPage("data-prev-page", "This is the first page"); event.preventDefault(); return;
+      case "]": case "ArrowRight": turnPage("data-next-page", "This is the last page"); event.preventDefault(); return;
+      default: break;
+    }
     switch (event.key) {
       case "j": select(current + 1); break;
       case "k": select(current - 1); break;
@@ -177,6 +205,8 @@
     }
   });
 
+  window.addEventListener("hashchange", findLeafPage);  // the same page with another leaf's #anchor
+  if (findLeafPage()) return;
   if (leaves.length) {
     const fromHash = window.location.hash ? leaves.findIndex(function (l) { return "#" + l.id === window.location.hash; }) : -1;
     const unlabelled = leaves.findIndex(function (l) { return !l.dataset.mine; });
