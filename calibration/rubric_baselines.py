@@ -31,8 +31,8 @@ from scipy.stats import rankdata
 
 from calibration.agreement_models import Estimate
 from calibration.baselines import ConfusionScorer, beats_by
-from calibration.bootstrap import IntArray, bootstrap_statistics
-from calibration.intervals import IntervalRule, interval_rule
+from calibration.bootstrap import IntArray, bootstrap_statistics, percentile_interval
+from calibration.intervals import IntervalRule, Intervals, interval_rule
 from calibration.labels import Label
 from calibration.rubric_baseline_models import (
     CategoryAUC,
@@ -140,18 +140,30 @@ def _pooled(data: _Data, rule: IntervalRule, seed: int) -> dict[str, RubricRule]
     return rows
 
 
+def auc_rows(truth: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """`auc` of every row of (resamples x leaves) matrices at once; NaN where a row has one class only."""
+    positives = truth.sum(axis=1).astype(float)
+    negatives = truth.shape[1] - positives
+    ranked = (rankdata(score, axis=1) * truth).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (ranked - positives * (positives + 1) / 2) / (positives * negatives)
+    out[(positives == 0) | (negatives == 0)] = np.nan
+    return np.asarray(out, dtype=float)
+
+
 def _leaf_auc(truth: np.ndarray, scores: dict[str, np.ndarray], n_resamples: int, seed: int,
               min_units: int | None, ci_level: float) -> tuple[dict[str, Estimate], str]:
-    """AUC of each score on one submission's leaves, intervals over its leaves."""
+    """AUC of each score on one submission's leaves, intervals over its leaves (every resample of the leaves
+    drawn at once: a submission's AUC is resampled for each score and category, thousands of times a run)."""
     rule = interval_rule(range(len(truth)), "leaves", n_resamples, min_units=min_units, ci_level=ci_level)
-
-    def statistics(rows: IntArray) -> Figures:
-        return {name: auc(truth[rows], score[rows]) for name, score in scores.items()}
-
-    point = statistics(np.arange(len(truth), dtype=np.int64))
-    cis = bootstrap_statistics(statistics, list(range(len(truth))), rule.resamples, seed, ci_level)
-    one_class = "undefined: the humans score every leaf here the same"
-    return {name: rule.estimate(point[name], cis, name, one_class) for name in scores}, rule.describe()
+    drawn = np.random.default_rng(seed).integers(0, len(truth), size=(rule.resamples, len(truth)))
+    out = {}
+    for name, score in scores.items():
+        values = auc_rows(truth[drawn], score[drawn]) if rule.resamples else np.empty(0)
+        kept = values[np.isfinite(values)]
+        cis: Intervals = {name: (percentile_interval(kept.tolist(), ci_level), int(kept.size))}
+        out[name] = rule.estimate(auc(truth, score), cis, name, "undefined: the humans score every leaf here the same")
+    return out, rule.describe()
 
 
 def _submission_aucs(data: _Data, n_resamples: int, seed: int, min_units: int | None,
