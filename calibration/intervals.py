@@ -54,13 +54,13 @@ class IntervalRule:
         return 0 if self.withheld is not None else self.n_resamples
 
     def describe(self) -> str:
-        """The rule in words, for a table's title, e.g. "95% bootstrap intervals over submissions" or
+        """The rule in words, for a table's title, e.g. "95% percentile bootstrap intervals over 12 submissions" or
         "no intervals: too few submissions for an interval (2 of 10 needed)"."""
         if self.withheld is not None:
             return f"no intervals: {self.withheld}"
         if not self.n_resamples:
             return "no intervals (0 bootstrap resamples asked for)"
-        return f"{self.ci_level:.0%} bootstrap intervals over {self.unit}"
+        return f"{self.ci_level:.0%} percentile bootstrap intervals over {self.n_units} {self.unit}"
 
     def estimate(self, value: float | None, intervals: Intervals, key: str, reason: str | None = None) -> Estimate:
         """The figure `key` with its interval from `intervals` under this rule (the reason it has none when

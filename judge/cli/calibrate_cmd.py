@@ -156,6 +156,8 @@ def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
     out.print(summary)
     if ceiling is None:
         out.print(f"no human ceiling: {shown(report.ceiling_reason)}")
+    elif ceiling.bootstrap.withheld is not None and report.overall.bootstrap.withheld is None:
+        out.print(f"note: human vs human: {shown(ceiling.bootstrap.withheld)}")  # fewer units than the judge's
     # JudgeEval labels: its own macro-F1 beside PaperBench's figures, then what the rubric alone predicts
     report_judgeeval(outcome, outcome.paths[0].parent if outcome.paths else None, out)
     render_rubric_baselines(report, out)
