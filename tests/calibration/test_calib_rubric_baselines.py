@@ -21,6 +21,7 @@ import pytest
 from sklearn.metrics import f1_score, roc_auc_score
 from typer.testing import CliRunner
 
+from calibration.intervals import interval_rule
 from calibration.report_html import CalibrationReportData
 from calibration.rubric_baselines import auc, pass_probability, rubric_only_baselines
 from judge.cli.main import _register_commands, app
@@ -279,3 +280,19 @@ def test_auc_and_pass_probability() -> None:
     assert auc(np.asarray([1, 1]), np.asarray([0.2, 0.3])) is None
     assert pass_probability(1, 0.8) == 0.8 and pass_probability(0, 0.8) == pytest.approx(0.2)
     assert pass_probability(None, 0.9) == 0.0 and pass_probability(1, None) == 0.5
+
+
+def test_the_interval_rule_names_its_unit_and_withholds_below_the_minimum() -> None:
+    few = interval_rule(["d1", "d1", "d2"], "diffs", 1000, min_units=10)
+    assert few.n_units == 2 and few.resamples == 0
+    assert few.withheld == "too few diffs for an interval (2 of 10 needed)"
+    assert few.describe() == "no intervals: too few diffs for an interval (2 of 10 needed)"
+    shown = few.estimate(0.5, {"x": ((0.1, 0.9), 1000)}, "x")
+    assert shown.ci is None and shown.format() == "0.500 (too few diffs for an interval (2 of 10 needed))"
+    assert shown.format(brief=True) == "0.500 (no interval)"
+    enough = interval_rule([f"s{i}" for i in range(12)], "submissions", 1000, min_units=10)
+    assert enough.resamples == 1000 and enough.withheld is None
+    assert enough.describe() == "95% percentile bootstrap intervals over 12 submissions"
+    assert enough.estimate(0.5, {"x": ((0.1, 0.9), 990)}, "x").format() == "0.500 [0.100, 0.900]"
+    assert interval_rule(["s"] * 3, "submissions", 0, min_units=10).withheld is None  # none asked for: no excuse
+    assert enough.estimate(None, {}, "x", "undefined: one class").format() == "n/a (undefined: one class)"
