@@ -39,15 +39,14 @@ from calibration.agreement_models import (
     BootstrapInfo,
     ClassMetrics,
     ConfusionMatrix,
-    Estimate,
     MeasurementLevel,
     MetricScale,
     ReliabilityBin,
 )
 from calibration.bootstrap import IntArray, bootstrap_statistics
+from calibration.intervals import DEFAULT_UNIT, interval_rule
 from calibration.labels import Label
 from judge.errors import InputError
-from judge.settings import get_settings
 
 MacroOver = Literal["union", "reference"]
 NO_PAIRS = "no item has both a reference and a predicted label"
@@ -216,6 +215,7 @@ def agreement_report(
     n_bins: int = 10,
     name: str = "",
     min_units: int | None = None,
+    unit: str | None = None,
 ) -> AgreementReport:
     """Agreement of `predicted` with `reference`, position by position, with bootstrap intervals.
 
@@ -235,18 +235,18 @@ def agreement_report(
         name: A name for the report (e.g. "embedded judge vs reference, python").
         min_units: Independent units (groups, else items) an interval needs: with fewer, every resample draws
             nearly the same rows and the interval shrinks towards a point, so none is given and each figure
-            says why. Default: the setting calibration_min_interval_units.
+            says why (`calibration.intervals`). Default: the setting calibration_min_interval_units.
+        unit: What a resampling unit is, plural, as reports name it ("diffs", "submissions"); default
+            "groups" when `groups` is given, else "items".
 
     Raises:
         InputError: sequences of different lengths, labels outside `labels`, a bad parameter.
     """
-    if min_units is None:
-        min_units = get_settings().calibration_min_interval_units
     n = len(reference)
     for what, seq in (("predicted", predicted), ("groups", groups), ("confidence", confidence)):
         if seq is not None and len(seq) != n:
             raise InputError(f"has {len(seq)} entries for {n} reference labels", field=what)
-    if n_resamples < 0 or not 0.0 < ci_level < 1.0 or n_bins < 1 or min_units < 1:
+    if n_resamples < 0 or not 0.0 < ci_level < 1.0 or n_bins < 1 or (min_units is not None and min_units < 1):
         raise InputError(
             f"n_resamples={n_resamples}, ci_level={ci_level}, n_bins={n_bins}, min_units={min_units}",
             field="bootstrap"
@@ -278,35 +278,21 @@ def agreement_report(
         units: Sequence[str] | Sequence[int] = (
             [groups[i] for i in rows] if groups is not None else list(range(len(rows)))
         )
-        n_units = len(set(units))
-        withheld = (f"too few submissions for an interval ({n_units} independent "
-                    f"{'group' if groups is not None else 'item'}{'' if n_units == 1 else 's'}, {min_units} needed)"
-                    if 0 < n_units < min_units and n_resamples else None)
+        rule = interval_rule(units, unit or ("groups" if groups is not None else DEFAULT_UNIT), n_resamples,
+                             min_units=min_units, ci_level=ci_level)
         cis = bootstrap_statistics(
             lambda idx: {
                 name: v for name, (v, _) in _headline(t[idx], p[idx], k, level, values, macro_over).items()
             },
             units,
-            n_resamples if len(t) and withheld is None else 0,
+            rule.resamples if len(t) else 0,
             seed,
             ci_level,
         )
         per_class, rates, matrix = _tables(t, p, order)
-    estimates: dict[str, Estimate] = {}
-    for metric, (value, reason) in point.items():
-        ci, n_ok = cis.get(metric, (None, 0))
-        if value is None:
-            ci, n_ok = None, 0
-        estimates[metric] = Estimate(
-            value=value,
-            ci_low=ci[0] if ci else None,
-            ci_high=ci[1] if ci else None,
-            n_resamples=n_ok,
-            reason=reason,
-            no_interval=withheld if value is not None else None,
-        )
-    if withheld is not None:
-        notes.append(withheld)
+    estimates = {metric: rule.estimate(value, cis, metric, reason) for metric, (value, reason) in point.items()}
+    if rule.withheld is not None:
+        notes.append(rule.withheld)
     if len(t) == 0:
         notes.append(NO_PAIRS)
     classes = np.union1d(t, p) if macro_over == "union" else np.unique(t)
@@ -341,9 +327,10 @@ def agreement_report(
             seed=seed,
             ci_level=ci_level,
             unit="group" if groups is not None else "item",
-            n_units=n_units,
-            min_units=min_units,
-            withheld=withheld,
+            unit_name=rule.unit,
+            n_units=rule.n_units,
+            min_units=rule.min_units,
+            withheld=rule.withheld,
         ),
         notes=notes,
         **estimates,

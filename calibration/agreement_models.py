@@ -30,7 +30,7 @@ class Estimate(BaseModel):
     n_resamples: int = 0
     reason: str | None = None
     no_interval: str | None = Field(default=None, description="Why no interval is given for a defined value, "
-                                    "e.g. 'too few submissions for an interval (1 of 10 needed)'.")
+                                    "e.g. 'too few diffs for an interval (3 of 10 needed)' (calibration.intervals).")
 
     @property
     def ci(self) -> tuple[float, float] | None:
@@ -39,14 +39,16 @@ class Estimate(BaseModel):
             return None
         return (self.ci_low, self.ci_high)
 
-    def format(self, digits: int = 3) -> str:
-        """e.g. "0.712 [0.650, 0.770]", or "n/a (reason)"."""
+    def format(self, digits: int = 3, *, brief: bool = False) -> str:
+        """e.g. "0.712 [0.650, 0.770]", "0.712 (too few diffs for an interval (3 of 10 needed))", or
+        "n/a (reason)". `brief`: a withheld interval reads "(no interval)", for a table or a sentence that
+        states the reason once."""
         if self.value is None:
             return f"n/a ({self.reason})" if self.reason else "n/a"
         ci = self.ci
         text = f"{self.value:.{digits}f}"
         if ci is None and self.no_interval:
-            return f"{text} ({self.no_interval})"
+            return f"{text} (no interval)" if brief else f"{text} ({self.no_interval})"
         return f"{text} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else text
 
 
@@ -106,9 +108,21 @@ class BootstrapInfo(BaseModel):
     seed: int
     ci_level: float
     unit: Literal["item", "group"]
+    unit_name: str = Field(default="", description="What a unit is, plural: diffs, submissions, tasks, items.")
     n_units: int
-    min_units: int = Field(default=0, description="Independent units (submissions) an interval needs.")
+    min_units: int = Field(default=0, description="Independent units an interval needs.")
     withheld: str | None = Field(default=None, description="Why no interval was computed, when none was.")
+
+    def describe(self) -> str:
+        """The intervals in words, e.g. "95% bootstrap intervals over 12 submissions (1000 resamples, seed 0)",
+        or why there are none."""
+        unit = self.unit_name or f"{self.unit}s"
+        if self.withheld is not None:
+            return f"no intervals: {self.withheld}"
+        if not self.n_resamples:
+            return f"no intervals (0 bootstrap resamples asked for); {self.n_units} {unit}"
+        return (f"{self.ci_level:.0%} percentile bootstrap intervals over {self.n_units} {unit} "
+                f"({self.n_resamples} resamples, seed {self.seed})")
 
 
 class AgreementReport(BaseModel):

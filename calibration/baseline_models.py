@@ -59,7 +59,8 @@ class Verdict(BaseModel):
     """Whether the judge beats the best trivial baseline on one figure, outside the interval.
 
     The judge beats it when the 95% interval of the paired difference (judge minus baseline) lies above 0;
-    without intervals (no resamples), when the point difference is above 0.
+    without resamples asked for, when the point difference is above 0; never when the interval was withheld
+    for too few units (`calibration.baselines.beats_by`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -78,6 +79,8 @@ class BaselineComparison(BaseModel):
     name: str
     n_paired: int = Field(description="Items with both a reference and a judge label.")
     n_units: int = Field(description="Resampling units (groups, or items) among them.")
+    unit: str = Field(default="resampling units", description="What a resampling unit is, plural (diffs, ...).")
+    intervals: str = Field(default="", description="The interval rule in words (calibration.intervals).")
     classes: list[Label] = Field(description="The reference classes present on these items, in label order.")
     macro_over: Literal["union", "reference"]
     majority_class: Label | None

@@ -45,6 +45,7 @@ from calibration.baseline_models import (
     Verdict,
 )
 from calibration.bootstrap import IntArray, bootstrap_statistics
+from calibration.intervals import DEFAULT_UNIT, interval_rule
 from calibration.labels import Label
 from judge.errors import InputError
 
@@ -60,9 +61,11 @@ class _Settings:
     seed: int
     ci_level: float
     n_draws: int
+    unit: str
+    min_units: int | None
 
 
-class _Scorer:
+class ConfusionScorer:
     """Kappa, macro-F1, accuracy and per-class F1 of predicted codes against reference codes.
 
     The figures are scikit-learn's (`cohen_kappa_score`, `f1_score(zero_division=0)`, `accuracy_score`),
@@ -93,13 +96,6 @@ class _Scorer:
         return out
 
 
-def _estimate(value: float | None, cis: dict[str, tuple[tuple[float, float] | None, int]], key: str) -> Estimate:
-    ci, n_ok = cis.get(key, (None, 0))
-    if value is None:
-        return Estimate(value=None, reason="undefined on these labels")
-    return Estimate(value=value, ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, n_resamples=n_ok)
-
-
 def _mean(values: Sequence[float | None]) -> float | None:
     given = [v for v in values if v is not None]
     return float(np.mean(given)) if given else None
@@ -119,7 +115,7 @@ def _quote(label: Label) -> str:
     return f"'{label}'"
 
 
-def _rules(t: IntArray, p: IntArray, m: int, score: _Scorer, order: list[Label]) -> list[SingleClassRule]:
+def _rules(t: IntArray, p: IntArray, m: int, score: ConfusionScorer, order: list[Label]) -> list[SingleClassRule]:
     out = []
     for c in np.unique(p).tolist():
         if c == m:
@@ -151,14 +147,30 @@ def _verdict(figure: ComparedFigure, judge: PredictorFigures, baselines: list[Pr
     if diff is None or diff.value is None:
         return Verdict(figure=figure, baseline=best.kind, beats=None,
                        text=f"{prefix}the judge's {name} cannot be compared with the {best.name}'s: undefined")
-    ci = diff.ci
-    beats = ci[0] > 0 if ci is not None else diff.value > 0
+    beats, why = beats_by(diff)
     how = "beats" if beats else "does not beat"
-    why = " (interval above 0)" if beats else (" (interval not above 0)" if ci is not None else " (no interval)")
     what = f" ({best.description}; chosen on these same items)" if best.kind == "single_class_rule" else ""
-    text = (f"{prefix}the judge's {name} {mine.format()} {how} the {best.name}'s {name} "
-            f"{getattr(best, figure).format()}{what}: judge minus {best.name} {diff.format()}{why}")
+    theirs: Estimate = getattr(best, figure)
+    text = (f"{prefix}the judge's {name} {mine.format(brief=True)} {how} the {best.name}'s {name} "
+            f"{theirs.format(brief=True)}{what}: judge minus {best.name} {diff.format(brief=True)}{why}")
     return Verdict(figure=figure, baseline=best.kind, beats=beats, text=text)
+
+
+def beats_by(diff: Estimate) -> tuple[bool, str]:
+    """Whether a paired difference (judge minus baseline) shows the judge better, and why, in words.
+
+    Above 0 with its interval above 0: beats. Without resamples asked for, the point difference decides. When
+    the interval was withheld (too few units, `calibration.intervals`), a point above 0 is not shown to beat
+    the baseline: the judge does not beat it, and the reason says so.
+    """
+    value = float(diff.value or 0.0)
+    ci = diff.ci
+    if ci is not None:
+        return ci[0] > 0, " (interval above 0)" if ci[0] > 0 else " (interval not above 0)"
+    if diff.no_interval is not None:
+        return False, (f" (above 0 by the point alone: {diff.no_interval}, so not shown to beat it)" if value > 0
+                       else f" (not above 0; {diff.no_interval})")
+    return value > 0, " (point difference, no interval)"
 
 
 def _compare(t: IntArray, p: IntArray, units: Sequence[Hashable], order: list[Label], settings: _Settings, *,
@@ -167,7 +179,7 @@ def _compare(t: IntArray, p: IntArray, units: Sequence[Hashable], order: list[La
     k, seed, n_draws = len(order), settings.seed, max(settings.n_draws, 1)
     counts = np.bincount(t, minlength=k)
     classes = [c for c in range(k) if counts[c]]
-    score = _Scorer(k, settings.weighted, macro_over, classes)
+    score = ConfusionScorer(k, settings.weighted, macro_over, classes)
     m = int(np.argmax(counts))
     priors = counts / counts.sum()
     rules = _rules(t, p, m, score, order)
@@ -194,7 +206,10 @@ def _compare(t: IntArray, p: IntArray, units: Sequence[Hashable], order: list[La
     point: dict[str, Figures] = {key: score(t, pred) for key, pred in fixed.items()}
     draws = [score(t, point_rng.choice(k, size=len(t), p=priors)) for _ in range(n_draws)]
     point["prior"] = {fig: _mean([d[fig] for d in draws]) for fig in draws[0]}
-    cis = bootstrap_statistics(statistics, units, settings.n_resamples, seed, settings.ci_level)
+    rule = interval_rule(units, settings.unit, settings.n_resamples, min_units=settings.min_units,
+                         ci_level=settings.ci_level)
+    cis = bootstrap_statistics(statistics, units, rule.resamples, seed, settings.ci_level)
+    estimate = rule.estimate
     label_m = _quote(order[m])
     texts: dict[str, tuple[PredictorKind, str, str]] = {
         "judge": ("judge", "judge", "the judge's labels"),
@@ -208,14 +223,14 @@ def _compare(t: IntArray, p: IntArray, units: Sequence[Hashable], order: list[La
     rows: dict[str, PredictorFigures] = {}
     for key, (kind, short, description) in texts.items():
         figs = point[key]
-        diffs = {fig: _estimate(_diff(point["judge"][fig], figs[fig]), cis, f"{key}|diff|{fig}")
+        diffs = {fig: estimate(_diff(point["judge"][fig], figs[fig]), cis, f"{key}|diff|{fig}")
                  for fig in FIGURE_NAMES}
         rows[key] = PredictorFigures(
             kind=kind, name=short, description=description,
-            cohen_kappa=_estimate(figs["cohen_kappa"], cis, f"{key}|cohen_kappa"),
-            macro_f1=_estimate(figs["macro_f1"], cis, f"{key}|macro_f1"),
-            accuracy=_estimate(figs["accuracy"], cis, f"{key}|accuracy"),
-            per_class_f1=[ClassF1(label=order[c], f1=_estimate(figs[f"f1:{c}"], cis, f"{key}|f1:{c}"))
+            cohen_kappa=estimate(figs["cohen_kappa"], cis, f"{key}|cohen_kappa"),
+            macro_f1=estimate(figs["macro_f1"], cis, f"{key}|macro_f1"),
+            accuracy=estimate(figs["accuracy"], cis, f"{key}|accuracy"),
+            per_class_f1=[ClassF1(label=order[c], f1=estimate(figs[f"f1:{c}"], cis, f"{key}|f1:{c}"))
                           for c in classes],
             judge_minus_kappa=None if key == "judge" else diffs["cohen_kappa"],
             judge_minus_macro_f1=None if key == "judge" else diffs["macro_f1"],
@@ -227,7 +242,8 @@ def _compare(t: IntArray, p: IntArray, units: Sequence[Hashable], order: list[La
     if len(classes) == 1:
         notes.append(f"one reference class only ({label_m}): kappa is 0 or undefined")
     return BaselineComparison(
-        name=name, n_paired=len(t), n_units=len(set(units)), classes=[order[c] for c in classes],
+        name=name, n_paired=len(t), n_units=rule.n_units, unit=rule.unit, intervals=rule.describe(),
+        classes=[order[c] for c in classes],
         macro_over=macro_over, majority_class=order[m], best_rule_kept=best.kept if best else None,
         judge=rows["judge"], majority=rows["majority"],
         prior=rows["prior"], best_rule=rows["best_rule"], rules=rules,
@@ -264,6 +280,8 @@ def compare_with_baselines(
     macro_over: MacroOver = "union",
     decided_at: float = DECIDED_AT,
     n_draws: int = 1000,
+    unit: str | None = None,
+    min_units: int | None = None,
 ) -> Baselines | None:
     """The judge's figures beside the trivial baselines, on all items and on the classes that need judgement.
 
@@ -280,6 +298,8 @@ def compare_with_baselines(
             over the reference classes present there).
         decided_at: Precision and recall at which a single-class rule decides its class.
         n_draws: Seeded random draws behind the class-prior baseline's point figures.
+        unit: What a resampling unit is, plural ("diffs", "submissions"); as for `agreement_report`.
+        min_units: Units an interval needs (`calibration.intervals`); default the setting.
 
     Returns:
         The comparison, or None when no item has both labels.
@@ -302,7 +322,8 @@ def compare_with_baselines(
     t = np.asarray([index[reference[i]] for i in rows], dtype=np.int64)  # type: ignore[index]
     p = np.asarray([index[predicted[i]] for i in rows], dtype=np.int64)  # type: ignore[index]
     units: list[Hashable] = [groups[i] for i in rows] if groups is not None else list(range(len(rows)))
-    settings = _Settings(LEVEL_OF_SCALE[scale] != "nominal", n_resamples, seed, ci_level, n_draws)
+    settings = _Settings(LEVEL_OF_SCALE[scale] != "nominal", n_resamples, seed, ci_level, n_draws,
+                         unit or ("groups" if groups is not None else DEFAULT_UNIT), min_units)
     overall = _compare(t, p, units, order, settings, macro_over=macro_over, name="all items", prefix="")
     decided = trivial_classes(t, p, len(order), decided_at)
     keep = np.flatnonzero(~np.isin(t, decided))

@@ -29,9 +29,11 @@ def resample_rows(members: Sequence[IntArray], n_resamples: int, seed: int) -> I
     n = len(members)
     if n == 0:
         return
+    # Every unit one row (a bootstrap over items): index the rows at once rather than joining n one-row arrays.
+    single = np.concatenate(members) if all(len(m) == 1 for m in members) else None
     for _ in range(n_resamples):
         drawn = rng.integers(0, n, size=n)
-        yield np.concatenate([members[i] for i in drawn])
+        yield single[drawn] if single is not None else np.concatenate([members[i] for i in drawn])
 
 
 def percentile_interval(values: Sequence[float], ci_level: float) -> tuple[float, float] | None:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from calibration.agreement_models import AgreementReport
+from calibration.agreement_models import AgreementReport, Estimate
 from calibration.baseline_models import BaselineComparison, PredictorFigures
 from calibration.cases import CaseAdapter
 from calibration.items import LabelledItem
@@ -22,6 +22,7 @@ from calibration.labelled_sets import load_labelled_set
 from calibration.labels import Label, LabelKey, LabelSet
 from calibration.measure import measure
 from calibration.report_html import CalibrationReportData, write_report
+from calibration.rubric_baseline_models import RubricRule
 from calibration.runner import CaseRunner, RunStats, adapter_for
 from calibration.splits import DEFAULT_SALT, group_position, is_held_out
 from judge.embeddings.encoder import Embedder
@@ -67,6 +68,17 @@ def label_set_hash(label_set: LabelSet) -> str:
     return content_hash([lab.model_dump(mode="json") for lab in label_set.labels])
 
 
+def labels_file_refusal(path: Path) -> str:
+    """Why a labels file (JSONL or label-sheet CSV) cannot be calibrated on, and what can, in plain words."""
+    kind = "label sheet (CSV)" if path.suffix.lower() == ".csv" else "labels JSONL"
+    return (f"this is a {kind}: it holds human labels (item_id, leaf_id or criterion, rater_id, label per "
+            "line; docs/labels-format.md) but not the submissions they judge, so there is nothing to run a "
+            "judge on. --labels takes a folder whose items carry what was graded: a PaperBench JudgeEval folder "
+            "(expected_result.json rubric trees with human 0/1 leaf scores, each beside its submission folder or "
+            "archive) or a CRScore claims folder (<lang>_claim_acc_annot_<rater>.csv). Labels given on the "
+            "review pages are measured against the stored verdicts with --tenant T --fingerprint DIGEST")
+
+
 def load_items(path: str | Path, *, language: str | None = None, limit: int | None = None) -> LabelledItems:
     """Items of a labelled set that a judge can be calibrated on.
 
@@ -76,9 +88,12 @@ def load_items(path: str | Path, *, language: str | None = None, limit: int | No
     order, so a limited run is a pseudo-random, deterministic sample that keeps whole diffs together.
 
     Raises:
-        InputError: a bad path or format, an unknown language, a bad limit, or nothing left to judge.
+        InputError: a bad path or format, a labels file (no content to judge), an unknown language, a bad
+            limit, or nothing left to judge.
     """
     items, label_set = load_labelled_set(path)
+    if items and all(type(item) is LabelledItem for item in items):
+        raise InputError(labels_file_refusal(Path(path)), field=str(path))
     adapter = adapter_for(items)
     reference = label_set.reference()
     warnings = list(label_set.warnings)
@@ -182,6 +197,27 @@ def _baselines_summary(report: CalibrationReportData) -> dict[str, Any] | None:
             "judgement": _comparison_summary(b.judgement) if b.judgement else None, "warnings": b.warnings}
 
 
+def _rubric_summary(report: CalibrationReportData) -> dict[str, Any] | None:
+    """The stored record's view of what the rubric alone predicts (JudgeEval labels only)."""
+    rb = report.rubric_baselines
+    if rb is None:
+        return None
+
+    def est(e: Estimate | None) -> dict[str, Any] | None:
+        return None if e is None else {"value": e.value, "ci": e.ci, "no_interval": e.no_interval}
+
+    def rule(r: RubricRule) -> dict[str, Any]:
+        return {"name": r.name, "description": r.description, "passes": r.passes, "macro_f1": est(r.macro_f1),
+                "cohen_kappa": est(r.cohen_kappa), "judge_minus_macro_f1": est(r.judge_minus_macro_f1)}
+
+    return {"leaves": rb.leaves, "submissions": rb.submissions, "intervals": rb.intervals,
+            "judge": rule(rb.judge), "best_rule": rule(rb.best_rule), "majority": rule(rb.majority),
+            "auc": {sub.submission: {"judge": est(sub.judge), "rubric": est(sub.rubric)} for sub in rb.auc},
+            "mean_auc": est(rb.mean_auc), "mean_rubric_auc": est(rb.mean_rubric_auc),
+            "mean_auc_minus_rubric": est(rb.mean_auc_minus_rubric),
+            "beats": {v.baseline: v.beats for v in rb.verdicts}, "warnings": rb.warnings}
+
+
 def record_for(report: CalibrationReportData, fingerprint: JudgeFingerprint, labelled: LabelledItems,
                n_resamples: int, seed: int) -> CalibrationRecord:
     """The stored calibration run of a report (its id is deterministic: a rerun stores nothing new)."""
@@ -200,6 +236,8 @@ def record_for(report: CalibrationReportData, fingerprint: JudgeFingerprint, lab
         "categories": {c.category: {"n_paired": c.judge.n_paired, "macro_f1": _estimate(c.judge, "macro_f1"),
                                     "cohen_kappa": _estimate(c.judge, "cohen_kappa")} for c in report.categories},
         "baselines": _baselines_summary(report),
+        "rubric_baselines": _rubric_summary(report),
+        "bootstrap": overall.bootstrap.model_dump(mode="json"),
     }
     return CalibrationRecord(
         calibration_id=content_hash([fingerprint.digest, labelled.label_hash, ids, n_resamples, seed])[:32],

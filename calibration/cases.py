@@ -33,6 +33,8 @@ class CaseAdapter(Protocol):
 
     labels: tuple[Label, ...]
     scale: MetricScale
+    unit: str
+    """What an item's group is, plural, as reports name the bootstrap's unit ("diffs", "submissions")."""
 
     def accepts(self, item: LabelledItem) -> bool:
         """Whether this adapter can grade the item."""

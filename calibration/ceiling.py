@@ -19,6 +19,7 @@ import numpy as np
 from calibration.agreement import LEVEL_OF_SCALE, MacroOver, agreement_report, alpha_from_matrix, label_order
 from calibration.agreement_models import AgreementReport, Estimate, MetricScale
 from calibration.bootstrap import IntArray, bootstrap_statistics
+from calibration.intervals import interval_rule
 from calibration.labels import Label, LabelKey, LabelSet
 
 
@@ -39,11 +40,14 @@ def krippendorff_alpha_raters(
     n_resamples: int = 1000,
     seed: int = 0,
     ci_level: float = 0.95,
+    unit: str = "groups",
+    min_units: int | None = None,
 ) -> Estimate:
     """Krippendorff's alpha over several raters with missing ratings, with a bootstrap interval.
 
     Units are the labelled units (items x leaf/criterion); the bootstrap resamples units, or their
-    groups when the labels carry `group_id`.
+    groups when the labels carry `group_id`, under the interval rule of `calibration.intervals`
+    (`unit` names the groups, `min_units` how many an interval needs).
     """
     who = list(raters) if raters is not None else label_set.raters()
     ratings = label_set.ratings()
@@ -66,17 +70,10 @@ def krippendorff_alpha_raters(
         def stat(cols: IntArray) -> dict[str, float | None]:
             return {"alpha": alpha_from_matrix(data[:, cols], level, domain)[0]}
 
-        cis = bootstrap_statistics(
-            stat, [groups[k] for k in keys], n_resamples if value is not None else 0, seed, ci_level
-        )
-    ci, n_ok = cis.get("alpha", (None, 0))
-    return Estimate(
-        value=value,
-        ci_low=ci[0] if ci else None,
-        ci_high=ci[1] if ci else None,
-        n_resamples=n_ok,
-        reason=reason,
-    )
+        units = [groups[k] for k in keys]
+        rule = interval_rule(units, unit, n_resamples, min_units=min_units, ci_level=ci_level)
+        cis = bootstrap_statistics(stat, units, rule.resamples if value is not None else 0, seed, ci_level)
+    return rule.estimate(value, cis, "alpha", reason)
 
 
 def human_ceiling_with_reason(
@@ -91,6 +88,8 @@ def human_ceiling_with_reason(
     ci_level: float = 0.95,
     macro_over: MacroOver = "union",
     name: str = "human vs human",
+    unit: str = "groups",
+    min_units: int | None = None,
 ) -> tuple[AgreementReport | None, str | None]:
     """The human-vs-human agreement report, or None and the reason there is none.
 
@@ -100,7 +99,7 @@ def human_ceiling_with_reason(
         scale: As for `agreement_report`.
         raters: Raters to compare (default: all).
         keys: Restrict to these units (e.g. the units a judge was also run on).
-        n_resamples, seed, ci_level, macro_over, name: As for `agreement_report`.
+        n_resamples, seed, ci_level, macro_over, name, unit, min_units: As for `agreement_report`.
     """
     who = sorted(raters) if raters is not None else label_set.raters()
     if not label_set.labels:
@@ -127,7 +126,7 @@ def human_ceiling_with_reason(
             pred.append(by[b])
             units.append(groups[key])
     if not ref:
-        return None, f"no unit is labelled by two of the raters {who}"
+        return None, f"no unit is labelled by two of the raters {', '.join(who)}"
     report = agreement_report(
         ref,
         pred,
@@ -139,6 +138,8 @@ def human_ceiling_with_reason(
         ci_level=ci_level,
         macro_over=macro_over,
         name=f"{name} ({' vs '.join(who)}, {len(shared)} shared units)",
+        unit=unit,
+        min_units=min_units,
     )
     shared_set = set(shared)
     alpha = krippendorff_alpha_raters(
@@ -149,6 +150,8 @@ def human_ceiling_with_reason(
         n_resamples=n_resamples,
         seed=seed,
         ci_level=ci_level,
+        unit=unit,
+        min_units=min_units,
     )
     notes = [*report.notes, f"krippendorff_alpha over all {len(who)} raters on {len(shared)} shared units"]
     if len(who) > 2:

@@ -191,6 +191,10 @@ class JudgeEvalAdapter:
 
     labels: tuple[Label, ...] = (0, 1)
     scale: MetricScale = "binary"
+    unit: str = "submissions"
+    rubric_categories: bool = True
+    """Items carry their rubric category: the report adds what the rubric alone predicts
+    (`calibration.rubric_baselines`)."""
 
     def __init__(self) -> None:
         self._templates: dict[str, Leaf] = {}

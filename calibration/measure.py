@@ -3,8 +3,10 @@
 Figures come from `calibration.agreement` (judge vs reference, overall and per category),
 `calibration.ceiling` (human vs human, restricted to the units the judge was run on) and
 `calibration.baselines` (trivial baselines beside the judge, on all units and on the classes that need
-judgement, with the human ceiling on the latter too). Bootstrap intervals
-resample diffs/tasks (the items' groups), not single items. The figures of a run are cached by the content
+judgement, with the human ceiling on the latter too) and, for an adapter whose items carry rubric categories
+(JudgeEval leaves), `calibration.rubric_baselines` (what the rubric alone predicts, and the AUC within each
+submission). Bootstrap intervals resample the items' groups (diffs, submissions), not single items, under the
+one rule of `calibration.intervals`. The figures of a run are cached by the content
 of everything they depend on, so a fully cached rerun does not pay for the bootstrap again.
 """
 
@@ -21,12 +23,19 @@ from calibration.baselines import compare_with_baselines
 from calibration.ceiling import human_ceiling_with_reason
 from calibration.labels import UNCATEGORISED, Label, LabelKey, LabelSet
 from calibration.report_html import CalibrationReportData, CategoryResult, Disagreement
+from calibration.rubric_baseline_models import RubricBaselines
+from calibration.rubric_baselines import rubric_only_baselines
 from calibration.runner import CaseAdapter, CaseOutcome
 from judge.judges.response_cache import ResponseCache
 from judge.models import content_hash
 from judge.settings import get_settings
 
-METRICS_CACHE_VERSION = "calibration-metrics-v3"  # v3: no interval below the minimum of units
+METRICS_CACHE_VERSION = "calibration-metrics-v4"  # v4: one interval rule, units named; rubric-only baselines
+
+
+def unit_of(adapter: CaseAdapter) -> str:
+    """What the adapter's groups are, plural ("diffs", "submissions"); "groups" for an adapter that does not say."""
+    return str(getattr(adapter, "unit", "groups"))
 
 
 def _category(outcome: CaseOutcome) -> str:
@@ -42,7 +51,7 @@ def _figures(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Label], 
     groups = [o.case.item.group_id for o in outcomes]
     cats = [_category(o) for o in outcomes]
     common: dict[str, Any] = {"labels": list(adapter.labels), "scale": adapter.scale,
-                              "n_resamples": n_resamples, "seed": seed}
+                              "n_resamples": n_resamples, "seed": seed, "unit": unit_of(adapter)}
     overall = agreement_report(ref, pred, groups=groups, confidence=conf, name="judge vs reference", **common)
     by_cat = per_category(ref, pred, cats, groups=groups, confidence=conf, **common)
     ceiling, reason = human_ceiling_with_reason(label_set, keys=keys, **common)
@@ -54,7 +63,11 @@ def _figures(outcomes: Sequence[CaseOutcome], reference: dict[LabelKey, Label], 
                                                           **common)
     baselines = compare_with_baselines(ref, pred, groups=groups, **common)
     judgement_ceiling, judgement_reason = _judgement_ceiling(baselines, label_set, keys, common)
+    rubric_only = (rubric_only_baselines(ref, pred, conf, cats, groups, n_resamples=n_resamples, seed=seed,
+                                         unit=common["unit"])
+                   if getattr(adapter, "rubric_categories", False) else None)
     return {
+        "rubric_baselines": rubric_only.model_dump(mode="json") if rubric_only else None,
         "overall": overall.model_dump(mode="json"),
         "baselines": baselines.model_dump(mode="json") if baselines else None,
         "judgement_ceiling": judgement_ceiling.model_dump(mode="json") if judgement_ceiling else None,
@@ -157,6 +170,8 @@ async def measure(
             category=cat, judge=AgreementReport.model_validate(rep),
             ceiling=AgreementReport.model_validate(ceiling) if ceiling else None, ceiling_reason=why))
     baselines = Baselines.model_validate(figures["baselines"]) if figures["baselines"] else None
+    rubric_only = (RubricBaselines.model_validate(figures["rubric_baselines"]) if figures["rubric_baselines"]
+                   else None)
     judgement_ceiling = (AgreementReport.model_validate(figures["judgement_ceiling"])
                          if figures["judgement_ceiling"] else None)
     predictions = [{"item_id": o.case.item.item_id, "group_id": o.case.item.group_id,
@@ -167,9 +182,10 @@ async def measure(
         overall=AgreementReport.model_validate(figures["overall"]),
         ceiling=AgreementReport.model_validate(figures["ceiling"]) if figures["ceiling"] else None,
         ceiling_reason=figures["ceiling_reason"], categories=categories,
-        baselines=baselines, judgement_ceiling=judgement_ceiling,
+        baselines=baselines, judgement_ceiling=judgement_ceiling, rubric_baselines=rubric_only,
         judgement_ceiling_reason=figures["judgement_ceiling_reason"],
         disagreements=_disagreements(outcomes, reference, label_set),
-        warnings=[*(baselines.warnings if baselines else []), *warnings],
+        warnings=[*(rubric_only.warnings if rubric_only else []), *(baselines.warnings if baselines else []),
+                  *warnings],
         meta={**(meta or {}), "predictions": predictions},
     )

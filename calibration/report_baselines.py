@@ -75,7 +75,8 @@ def comparison_table(comp: BaselineComparison, ceiling: AgreementReport | None, 
     if ceiling is not None:
         notes.append(f"human vs human: {ceiling.n_paired} rater pair(s) on these units; per-class F1 without "
                      "interval")
-    return BaselineTable(title=f"{title} ({comp.n_paired} items, {comp.n_units} resampling units)",
+    intervals = f"; {comp.intervals}" if comp.intervals else ""
+    return BaselineTable(title=f"{title} ({comp.n_paired} items, {comp.n_units} {comp.unit}{intervals})",
                          columns=columns, rows=rows, verdicts=[(v.beats, v.text) for v in comp.verdicts],
                          notes=notes)
 

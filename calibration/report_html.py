@@ -22,6 +22,9 @@ from calibration.report_figures import (
     placeholder_png,
     reliability_png,
 )
+from calibration.report_rubric import EXPLANATION as RUBRIC_EXPLANATION
+from calibration.report_rubric import TextTable, auc_table, category_auc_table, rules_table
+from calibration.rubric_baseline_models import RubricBaselines
 
 FIGURE_IDS: tuple[str, ...] = (
     "fig-confusion-judge",
@@ -87,6 +90,8 @@ class CalibrationReportData(BaseModel):
         default=None, description="The human ceiling on the units that need judgement (see `baselines`)."
     )
     judgement_ceiling_reason: str | None = None
+    rubric_baselines: RubricBaselines | None = Field(
+        default=None, description="What the rubric alone predicts (JudgeEval leaves; absent for other labels).")
     disagreements: list[Disagreement] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
@@ -134,7 +139,7 @@ def _img(fig_id: str, alt: str, png: bytes) -> str:
 def _est(est: Estimate | None) -> str:
     if est is None:
         return '<span class="na">-</span>'
-    text = est.format()
+    text = est.format(brief=True)
     return f'<span class="na">{_e(text)}</span>' if est.value is None else _e(text)
 
 
@@ -150,19 +155,45 @@ def _summary(data: CalibrationReportData) -> str:
         rows.append(f"<tr><th>{_e(name)}</th><td>{_est(est)}</td><td>{_est(other)}</td></tr>")
     reason = f'<p class="na">No human ceiling: {_e(data.ceiling_reason)}</p>' if human is None else ""
     return (
-        "<h2>Summary (95% bootstrap intervals)</h2><table><tr><th>figure</th><th>judge vs reference</th>"
+        f"<h2>Summary ({_e(judge.bootstrap.describe())})</h2><table><tr><th>figure</th><th>judge vs reference</th>"
         f"<th>human vs human</th></tr>{''.join(rows)}</table>{reason}"
     )
 
 
 def _alert(data: CalibrationReportData) -> str:
-    if data.baselines is None or not data.baselines.warnings:
+    found = alert_warnings(data)
+    if not found:
         return ""
-    items = "".join(f"<li>{_e(w)}</li>" for w in data.baselines.warnings)
+    items = "".join(f"<li>{_e(w)}</li>" for w in found)
     return (
-        '<div class="alert" id="baseline-warnings"><h2>Warning: the judge does not beat a trivial baseline</h2>'
-        f"<ul>{items}</ul></div>"
+        '<div class="alert" id="baseline-warnings"><h2>Warning: the judge does not beat a baseline that needs no '
+        f"judgement</h2><ul>{items}</ul></div>"
     )
+
+
+def alert_warnings(data: CalibrationReportData) -> list[str]:
+    """Every baseline the judge does not beat: rubric-only first, then the trivial ones."""
+    return [*(data.rubric_baselines.warnings if data.rubric_baselines else []),
+            *(data.baselines.warnings if data.baselines else [])]
+
+
+def _text_table(table: TextTable, table_id: str) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in table.columns)
+    rows = "".join(f"<tr>{''.join(f'<td>{_e(cell)}</td>' for cell in row)}</tr>" for row in table.rows)
+    notes = "".join(f'<li class="na">{_e(n)}</li>' for n in table.notes)
+    return (f'<h3>{_e(table.title)}</h3><table class="figs" id="{table_id}"><tr>{head}</tr>{rows}</table>'
+            f"<ul>{notes}</ul>")
+
+
+def _rubric_baselines(data: CalibrationReportData) -> str:
+    rb = data.rubric_baselines
+    if rb is None:
+        return ""
+    verdicts = "".join(f'<li class="{"ok" if v.beats else "warn"}">{_e(v.text)}</li>' for v in rb.verdicts)
+    return (f'<h2 id="rubric-baselines">What the rubric alone predicts</h2><p>{_e(RUBRIC_EXPLANATION)}</p>'
+            f"{_text_table(rules_table(rb), 'rubric-rules')}{_text_table(auc_table(rb), 'within-submission-auc')}"
+            f"{_text_table(category_auc_table(rb), 'within-category-auc')}"
+            f"<ul>{verdicts}</ul>")
 
 
 def _baseline_table(table: BaselineTable) -> str:
@@ -188,7 +219,7 @@ def _baselines(data: CalibrationReportData) -> str:
     if data.baselines.judgement is not None and data.judgement_ceiling is None:
         missing = f'<p class="na">No human ceiling on these classes: {_e(data.judgement_ceiling_reason)}</p>'
     return (
-        f"<h2>Trivial baselines (95% bootstrap intervals)</h2><p>{_e(EXPLANATION)}</p>"
+        f"<h2>Trivial baselines</h2><p>{_e(EXPLANATION)}</p>"
         f"<p>{_e(trivial_classes_line(data.baselines))}</p>{''.join(_baseline_table(t) for t in tables)}{missing}"
     )
 
@@ -223,7 +254,8 @@ def _categories(data: CalibrationReportData) -> str:
             f"<td>{_e(c.ceiling_reason or '')}</td></tr>"
         )
     return (
-        "<h2>Per category</h2><table><tr><th>category</th><th>n (judge)</th><th>judge macro-F1</th>"
+        f"<h2>Per category</h2><p>{_e('; '.join(dict.fromkeys(c.judge.bootstrap.describe() for c in data.categories)))}"
+        "</p><table><tr><th>category</th><th>n (judge)</th><th>judge macro-F1</th>"
         "<th>judge kappa</th><th>n (humans)</th><th>human macro-F1</th><th>human kappa</th><th>note</th></tr>"
         f"{''.join(rows)}</table>"
     )
@@ -240,9 +272,14 @@ def _classes(report: AgreementReport) -> str:
     return (
         "<h2>Per class (judge vs reference; zero_division=0)</h2><table><tr><th>class</th><th>precision</th>"
         "<th>recall</th><th>F1</th><th>reference n</th><th>judge n</th><th>reference base rate</th>"
-        f"<th>judge base rate</th></tr>{rows}</table><p>Macro averages over {_e(report.macro_classes)} "
-        f"({_e(report.macro_over)}).</p>"
+        f"<th>judge base rate</th></tr>{rows}</table><p>Macro averages over {_e(_labels(report.macro_classes))} "
+        f"(the classes present {'on either side' if report.macro_over == 'union' else 'in the reference'}).</p>"
     )
+
+
+def _labels(labels: list[Label]) -> str:
+    """Labels in words ("'correct', 'incorrect'"), never a Python list."""
+    return ", ".join(f"'{label}'" for label in labels) or "no class"
 
 
 def _disagreements(items: list[Disagreement]) -> str:
@@ -314,7 +351,7 @@ def _figures(data: CalibrationReportData) -> str:
 
 def render_html(data: CalibrationReportData) -> str:
     """The report as one self-contained HTML page."""
-    shown_above = set(data.baselines.warnings) if data.baselines else set()
+    shown_above = set(alert_warnings(data))
     warns = [
         *(w for w in data.warnings if w not in shown_above),
         *data.overall.notes,
@@ -327,8 +364,8 @@ def render_html(data: CalibrationReportData) -> str:
         f"<table><tr><th>judge</th><td>{_e(data.judge)}</td></tr><tr><th>fingerprint</th>"
         f"<td>{_e(data.fingerprint or '-')}</td></tr><tr><th>labels</th><td>{_e(data.label_set)}</td></tr>"
         f"<tr><th>created</th><td>{_e(data.created_at.isoformat())}</td></tr><tr><th>bootstrap</th>"
-        f"<td>{_e(data.overall.bootstrap.model_dump())}</td></tr></table>"
-        f"{_alert(data)}{_summary(data)}{_baselines(data)}{_figures(data)}{_categories(data)}"
+        f"<td>{_e(data.overall.bootstrap.describe())}</td></tr></table>"
+        f"{_alert(data)}{_summary(data)}{_rubric_baselines(data)}{_baselines(data)}{_figures(data)}{_categories(data)}"
         f"{_classes(data.overall)}"
         f"{'<h2>Notes</h2><ul>' + warn_html + '</ul>' if warn_html else ''}"
         f"{_disagreements(data.disagreements)}</body></html>"

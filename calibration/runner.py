@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib.util
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -86,6 +85,7 @@ class ClaimAdapter:
 
     labels: tuple[Label, ...] = CLAIM_LABELS
     scale: MetricScale = "categorical"
+    unit: str = "diffs"
 
     def accepts(self, item: LabelledItem) -> bool:
         """True for ClaimItems."""
@@ -153,12 +153,27 @@ class RunStats:
 
 
 def evidence_texts(evidence: LeafEvidence) -> list[str]:
-    """The snippets a judge was shown (location and similarity first) and the facts, as text."""
+    """The snippets a judge was shown (location and similarity first) and the facts, as text for people (one
+    fact a line, never a raw JSON or Python structure: report.html shows these)."""
     texts = [f"{s.location or s.source} (similarity {s.similarity:.2f})\n{s.text}" for s in evidence.snippets]
     facts = evidence.facts.model_dump(mode="json")
-    if facts:
-        texts.append("facts: " + json.dumps(facts, sort_keys=True))
+    lines = [f"{name.replace('_', ' ')}: {_in_words(value)}" for name, value in sorted(facts.items())
+             if value not in (None, [], {}, "")]
+    if lines:
+        texts.append("facts:\n" + "\n".join(lines))
     return texts
+
+
+def _in_words(value: Any) -> str:
+    """A fact's value as plain text: numbers to 3 decimals, mappings as "key value" pairs, lists comma-separated."""
+    if isinstance(value, float):
+        return f"{round(value, 3):g}"
+    if isinstance(value, dict):
+        return "; ".join(f"{key.replace('_', ' ')} {_in_words(item)}" for key, item in sorted(value.items()))
+    if isinstance(value, list):
+        return ", ".join(f"({_in_words(item)})" if isinstance(item, dict | list) else _in_words(item)
+                         for item in value)
+    return str(value)
 
 
 def _unscored(case: JudgeCase, reason: str, judge_name: str) -> LeafResult:

@@ -31,6 +31,8 @@ STORE_PREFIX = "store:"
 LEAF_ORDER: tuple[str, ...] = tuple(reversed(LEAF_LABELS))
 """Ordinal order of leaf labels, worst first: fail, partial, pass."""
 CLAIM_LABELS = labels_for_template(CLAIM_TEMPLATE)
+GROUP_UNIT = "tasks"
+"""The bootstrap's unit for stored labels: their group is the graded task (`label_set_from_records`)."""
 
 
 def parse_store_ref(ref: str) -> tuple[str, str | None]:
@@ -144,9 +146,9 @@ async def calibrate_stored(store: Store, tenant: str, fingerprint: str, *, n_res
     overall = agreement_report([reference.labels[k] for k in keys], [judge_of.get(k) for k in keys],
                                labels=order, scale=scale, groups=[groups[k] for k in keys],
                                n_resamples=n_resamples, seed=seed, name="stored verdicts vs reference",
-                               min_units=min_units)
+                               min_units=min_units, unit=GROUP_UNIT)
     ceiling, reason = human_ceiling_with_reason(label_set, labels=order, scale=scale, n_resamples=n_resamples,
-                                                seed=seed)
+                                                seed=seed, unit=GROUP_UNIT, min_units=min_units)
     if reference.ties:
         notes.append(f"{len(reference.ties)} unit(s) whose raters tie have no reference label")
     judged = await _fingerprint(store, tenant, fingerprint, records[0].grade_id)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from calibration.calibrate_run import CalibrationOutcome
     from calibration.report_baselines import BaselineTable
     from calibration.report_html import CalibrationReportData
+    from calibration.report_rubric import TextTable
     from calibration.runner import RunStats
     from calibration.store_labels import StoredCalibration
 
@@ -49,7 +50,7 @@ def console() -> Console:
 
 def fmt(est: Estimate | None) -> str:
     """"0.712 [0.650, 0.770]", or "-" / "n/a (reason)"."""
-    return "-" if est is None else est.format()
+    return "-" if est is None else est.format(brief=True)
 
 
 def agreement_rows(table: Table, columns: list[AgreementReport | None]) -> None:
@@ -102,13 +103,44 @@ def render_baselines(report: CalibrationReportData, out: Console) -> None:
 
 
 def render_baseline_warnings(report: CalibrationReportData, out: Console) -> None:
-    """One line per figure on which the judge does not beat the best trivial baseline outside the interval."""
-    for warning in report.baselines.warnings if report.baselines else []:
+    """One line per baseline the judge does not beat outside the interval (rubric-only, then trivial)."""
+    from calibration.report_html import alert_warnings
+
+    for warning in alert_warnings(report):
         out.print(f"[bold yellow]warning:[/bold yellow] {shown(warning)}")
 
 
+def text_table(table: TextTable) -> Table:
+    """A plain-text report table as a rich table (every cell is data text, so it is escaped)."""
+    rich_table = Table(title=shown(table.title))
+    for column in table.columns:
+        rich_table.add_column(shown(column), overflow="fold")
+    for row in table.rows:
+        rich_table.add_row(*(shown(cell) for cell in row))
+    return rich_table
+
+
+def render_rubric_baselines(report: CalibrationReportData, out: Console) -> None:
+    """What the rubric alone predicts, and the AUC within each submission (JudgeEval labels only)."""
+    from calibration.report_rubric import auc_table, category_auc_table, rules_table
+
+    rb = report.rubric_baselines
+    if rb is None:
+        return
+    for table in (rules_table(rb), auc_table(rb), category_auc_table(rb)):
+        out.print(text_table(table))
+        for note in table.notes:
+            out.print(f"note: {shown(note)}")
+    for verdict in rb.verdicts:
+        if verdict.beats:
+            out.print(f"[green]ok:[/green] {shown(verdict.text)}")
+
+
 def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
-    """Summary, per-category and base-rate tables of a calibration."""
+    """Summary (with JudgeEval's own figure and what the rubric alone predicts, for JudgeEval labels),
+    baselines, per-category and base-rate tables of a calibration, then a warning per baseline not beaten."""
+    from calibration.judgeeval_report import report_judgeeval
+
     report, fp = outcome.report, outcome.fingerprint
     out.print(f"[bold]Calibration[/bold] of {shown(report.judge)} | rubric "
               f"{shown(fp.rubric_id)}@{shown(fp.rubric_version)} | fingerprint {fp.digest}")
@@ -116,7 +148,7 @@ def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
     for note in outcome.notes:
         out.print(f"[yellow]note:[/yellow] {shown(note)}")
     ceiling = report.ceiling
-    summary = Table(title="Agreement with the human reference (95% bootstrap intervals over diffs)")
+    summary = Table(title=f"Agreement with the human reference ({shown(report.overall.bootstrap.describe())})")
     summary.add_column("figure")
     summary.add_column("judge vs reference")
     summary.add_column("human vs human (same items)")
@@ -124,6 +156,11 @@ def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
     out.print(summary)
     if ceiling is None:
         out.print(f"no human ceiling: {shown(report.ceiling_reason)}")
+    elif ceiling.bootstrap.withheld is not None and report.overall.bootstrap.withheld is None:
+        out.print(f"note: human vs human: {shown(ceiling.bootstrap.withheld)}")  # fewer units than the judge's
+    # JudgeEval labels: its own macro-F1 beside PaperBench's figures, then what the rubric alone predicts
+    report_judgeeval(outcome, outcome.paths[0].parent if outcome.paths else None, out)
+    render_rubric_baselines(report, out)
     render_baselines(report, out)
     cats = Table(title="Per category")
     for column in ("category", "n judge", "judge macro-F1", "judge kappa", "n human", "human macro-F1", "human kappa"):
@@ -134,6 +171,8 @@ def render_calibration(outcome: CalibrationOutcome, out: Console) -> None:
                      str(h.n_paired) if h else "-", fmt(h.macro_f1 if h else None),
                      fmt(h.cohen_kappa if h else None))
     out.print(cats)
+    for rule in dict.fromkeys(c.judge.bootstrap.describe() for c in report.categories):
+        out.print(f"note: per category: {shown(rule)}")
     rates = Table(title="Base rates (items with both labels)")
     for column in ("class", "reference", "judge"):
         rates.add_column(column)
@@ -222,7 +261,6 @@ def calibrate_command(
     that fingerprint against the labels reviewers gave on the review pages."""
     from calibration.calibrate_run import calibrate
     from calibration.judgeeval import rubric_for
-    from calibration.judgeeval_report import report_judgeeval
 
     with exit_on_input_error():
         stored = tenant is not None or fingerprint is not None
@@ -250,4 +288,3 @@ def calibrate_command(
             labels, judge, store, rubric_ref=rubric, samples=samples, api_base=api_base, limit=limit,
             language=language, n_resamples=bootstrap, progress=progress, out_dir=out)))
     render_calibration(outcome, console())
-    report_judgeeval(outcome, out, console())  # JudgeEval labels only: its macro-F1 beside PaperBench's figures

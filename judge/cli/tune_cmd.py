@@ -90,7 +90,8 @@ def render_tune(outcome: TuneOutcome, out: Console) -> None:
     for name, result in outcome.held_out:
         fp = result.fingerprint
         out.print(f"{shown(name)}: rubric {shown(fp.rubric_id)}@{shown(fp.rubric_version)}, fingerprint {fp.digest}")
-    table = Table(title="Held-out split only (never tuned on): 95% bootstrap intervals over diffs")
+    rule = reports[0].report.overall.bootstrap.describe() if reports else "no held-out figures"
+    table = Table(title=f"Held-out split only (never tuned on): {shown(rule)}")
     table.add_column("figure")
     for name, _ in outcome.held_out:
         table.add_column(shown(name))

@@ -159,7 +159,7 @@ def test_one_item() -> None:
     # p_o = 0; p_e = P_ref(a) * P_pred(a) + P_ref(b) * P_pred(b) = 1*0 + 0*1 = 0;
     # kappa = (0 - 0) / (1 - 0) = 0.
     assert rep.cohen_kappa.value == 0.0 and rep.cohen_kappa.ci is None  # one unit: no interval, not a point
-    assert "too few submissions for an interval" in " ".join(rep.notes)
+    assert "too few items for an interval (1 of 10 needed)" in " ".join(rep.notes)
 
 
 def test_missing_labels_are_left_out_and_counted() -> None:

@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score
 
 from calibration.agreement import agreement_report
-from calibration.baselines import _Scorer, compare_with_baselines, trivial_classes
+from calibration.baselines import ConfusionScorer, compare_with_baselines, trivial_classes
 from judge.errors import InputError
 
 # Generic names on purpose: nothing in the baselines may know CRScore's classes.
@@ -69,7 +69,7 @@ def test_the_confusion_matrix_scorer_is_sklearn(seed: int, weighted: bool) -> No
     t = rng.integers(0, k, size=int(rng.integers(5, 60)))
     p = np.where(rng.random(t.size) < 0.6, t, rng.integers(0, k - 1, size=t.size))  # class 3 rarely predicted
     for macro_over in ("union", "reference"):
-        figs = _Scorer(k, weighted, macro_over, range(k))(t, p)
+        figs = ConfusionScorer(k, weighted, macro_over, range(k))(t, p)
         kappa = cohen_kappa_score(t, p, labels=list(range(k)), weights="quadratic" if weighted else None)
         assert figs["cohen_kappa"] == pytest.approx(kappa)
         averaged = sorted(set(t) | set(p)) if macro_over == "union" else sorted(set(t))
@@ -83,7 +83,7 @@ def test_the_confusion_matrix_scorer_is_sklearn(seed: int, weighted: bool) -> No
 
 def test_kappa_is_undefined_when_both_sides_use_one_class() -> None:
     t = np.zeros(5, dtype=np.int64)
-    figs = _Scorer(2, False, "union", [0])(t, t)
+    figs = ConfusionScorer(2, False, "union", [0])(t, t)
     assert figs["cohen_kappa"] is None and figs["accuracy"] == 1.0
 
 

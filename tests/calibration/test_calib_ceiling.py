@@ -57,14 +57,19 @@ def test_two_raters_on_their_shared_items() -> None:
         level_of_measurement="nominal",
     )
     assert rep.krippendorff_alpha.value == pytest.approx(alpha)
-    assert rep.krippendorff_alpha.ci is not None
+    # One interval rule for every figure: 4 units are too few, for alpha as for kappa (alpha had an interval).
+    assert rep.krippendorff_alpha.ci is None and rep.cohen_kappa.ci is None
+    assert rep.krippendorff_alpha.no_interval == rep.cohen_kappa.no_interval == (
+        "too few groups for an interval (4 of 10 needed)")
+    enough, _ = human_ceiling_with_reason(ls, n_resamples=200, min_units=2, unit="submissions")
+    assert enough is not None and enough.krippendorff_alpha.ci is not None and enough.cohen_kappa.ci is not None
 
 
 def test_no_overlap_and_single_rater_give_none_with_reason() -> None:
     apart = _labels([("i1", "ann", "a"), ("i2", "bob", "b")])
     assert human_ceiling_with_reason(apart) == (
         None,
-        "no unit is labelled by two of the raters ['ann', 'bob']",
+        "no unit is labelled by two of the raters ann, bob",
     )
     assert human_ceiling(apart) is None
     alone = _labels([("i1", "ann", "a"), ("i2", "ann", "b")])

@@ -248,7 +248,8 @@ def test_baselines_and_their_warnings_are_in_both_reports(tmp_path: Path) -> Non
         assert _escaped(warning) in box
         assert page.count(_escaped(warning)) == 2  # in the box and under its table, not again in the notes
     assert "an input note" in page
-    assert "Trivial baselines, all items (20 items, 10 resampling units)" in page
+    assert ("Trivial baselines, all items (20 items, 10 groups; 95% percentile bootstrap intervals over 10 "
+            "groups)") in page
     assert _escaped("Trivial baselines, classes that need judgement ('ok', 'bad') (16 items") in page
     assert _escaped("best single-class rule (keep 'cut', else 'ok')") in page
     assert _escaped("decided by a trivial rule") in page and "chosen on these same items" in page

@@ -141,7 +141,8 @@ def test_the_embedded_check_labels_claims_and_maps_them_like_the_llm_judge() -> 
     assert speculative.result.flags == ["label:unverifiable", "unverifiable"]
     for outcome in (correct, absent, cut, speculative):
         assert outcome.result.confidence is not None and 0.5 <= outcome.result.confidence <= 1.0
-        assert outcome.judge_evidence and outcome.judge_evidence[-1].startswith("facts: ")
+        assert outcome.judge_evidence and outcome.judge_evidence[-1].startswith("facts:\n")
+        assert "{" not in outcome.judge_evidence[-1]  # facts in words, not a JSON object
 
 
 def test_thresholds_come_from_the_rubric_args() -> None:

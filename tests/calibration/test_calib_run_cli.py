@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from test_calib_report_html import CHROMIUM, IMG, PNG_SIGNATURE, _chromium
+from test_calib_rubric_baselines import page_reprs
 from typer.testing import CliRunner
 
 from calibration.crscore import CLAIM_LABELS
@@ -79,6 +80,10 @@ def test_summary_prints_judge_and_human_figures_with_intervals(calibrated: dict[
     for c in report.categories:
         assert re.search(rf"│ {c.category}\s+│ {c.judge.n_paired}\s+│ {re.escape(c.judge.macro_f1.format())}", out)
     assert "Base rates" in out and "coverage" in out and "stored for fingerprint" in out
+    # The bootstrap's unit is named as what it is: CRScore's groups are diffs, not submissions.
+    units = report.overall.bootstrap.n_units
+    assert f"95% percentile bootstrap intervals over {units} diffs (200 resamples, seed 0)" in " ".join(out.split())
+    assert "submission" not in out
 
 
 def test_summary_prints_the_trivial_baselines_of_report_json(calibrated: dict[str, Any]) -> None:
@@ -121,6 +126,7 @@ def test_report_html_holds_every_figure_and_the_disagreements(calibrated: dict[s
     wrong = sum(1 for p in report.meta["predictions"] if p["predicted"] != p["reference"])
     assert len(report.disagreements) == wrong
     assert all(d.judge_evidence and d.reference_evidence.startswith("claim: ") for d in report.disagreements)
+    assert page_reprs(page) == []  # no raw dict or list (the bootstrap settings, the judge's facts) on the page
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent")
@@ -198,14 +204,31 @@ def test_bad_input_is_a_message_and_a_non_zero_exit(args: list[str], code: int, 
     assert message in " ".join(result.stderr.split())
 
 
-def test_a_labels_file_without_item_content_cannot_be_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    labels = tmp_path / "labels.jsonl"
-    labels.write_text(json.dumps({"item_id": "sub-1", "leaf_id": "requirement.0", "rater_id": "ann", "label": 1}))
+@pytest.mark.parametrize("name", ["labels.jsonl", "labels.csv"])
+def test_a_labels_file_is_refused_in_plain_words_naming_the_expected_form(name: str, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The design's labels JSONL (item, leaf, rater, label) and a label sheet hold no submission to judge: the
+    refusal says so and names what --labels takes, instead of "no judge adapter for items of type LabelledItem"."""
+    labels = tmp_path / name
+    rows = [{"item_id": f"sub-{i}", "leaf_id": "requirement.0", "rater_id": "ann", "label": i % 2} for i in range(3)]
+    if name.endswith(".jsonl"):
+        labels.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    else:
+        labels.write_text("item_id,leaf_id,rater_id,label\n" + "".join(
+            f"{r['item_id']},{r['leaf_id']},{r['rater_id']},{r['label']}\n" for r in rows))
     monkeypatch.setenv("EXPJUDGE_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
     get_settings.cache_clear()
-    code, _, err = calibrate(labels, tmp_path / "out")
+    code, out, err = calibrate(labels, tmp_path / "out")
     get_settings.cache_clear()
-    assert code == 2 and "no judge adapter for items of type LabelledItem" in " ".join(err.split())
+    said = " ".join(err.split())
+    assert code == 2 and not out, said
+    assert "adapter" not in said and "LabelledItem" not in said
+    kind = "labels JSONL" if name.endswith(".jsonl") else "label sheet (CSV)"
+    assert said.startswith(f"error: {labels}: this is a {kind}: it holds human labels"), said
+    for expected in ("item_id, leaf_id or criterion, rater_id, label", "expected_result.json",
+                     "PaperBench JudgeEval folder", "CRScore claims folder", "--tenant T --fingerprint DIGEST"):
+        assert expected in said, said
+    assert not (tmp_path / "out" / "report.json").exists()
 
 
 def test_units_the_raters_disagree_on_stay_in_the_human_ceiling(tmp_path: Path, mini_crscore: Path,

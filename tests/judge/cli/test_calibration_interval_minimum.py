@@ -19,7 +19,7 @@ from judge.store import Store
 from judge.store.review_records import KeyIdentity
 from tests.judge.store.conftest import make_grade
 
-TOO_FEW = "too few submissions for an interval"
+TOO_FEW = "too few tasks for an interval"  # labels from the review pages are grouped by task
 VERDICTS = ("pass", "fail", "pass", "fail", "partial")
 LABELS = ("pass", "fail", "fail", "fail", "pass")  # the reviewer disagrees on two of five: kappa is defined
 
@@ -79,8 +79,10 @@ def test_five_labels_of_one_submission_give_no_interval(tmp_path: Path) -> None:
 def test_ten_submissions_give_an_interval_and_labels_are_not_the_unit() -> None:
     reference = ["pass", "fail"] * 10
     predicted = ["pass", "fail", "fail", "fail"] * 5
-    one = agreement_report(reference, predicted, groups=["sub-1"] * 20, n_resamples=200)
-    assert one.cohen_kappa.ci is None and TOO_FEW in (one.cohen_kappa.no_interval or "")
-    assert TOO_FEW in one.cohen_kappa.format() and one.bootstrap.n_units == 1
-    ten = agreement_report(reference, predicted, groups=[f"sub-{i // 2}" for i in range(20)], n_resamples=200)
+    one = agreement_report(reference, predicted, groups=["sub-1"] * 20, n_resamples=200, unit="submissions")
+    too_few = "too few submissions for an interval (1 of 10 needed)"
+    assert one.cohen_kappa.ci is None and one.cohen_kappa.no_interval == too_few
+    assert too_few in one.cohen_kappa.format() and one.bootstrap.n_units == 1
+    ten = agreement_report(reference, predicted, groups=[f"sub-{i // 2}" for i in range(20)], n_resamples=200,
+                           unit="submissions")
     assert ten.bootstrap.n_units == 10 and ten.cohen_kappa.ci is not None and ten.cohen_kappa.no_interval is None

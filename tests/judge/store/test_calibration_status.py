@@ -145,7 +145,7 @@ async def test_an_interval_from_one_task_is_not_calibrated(store: Store) -> None
     status = await _label_and_calibrate(store, service, n, tenant, per_task=n)  # every label on one task
     # One task is one independent unit: no interval is given (not a zero-width one), and the grade says why.
     assert not status.calibrated and status.reason == (
-        f"too few submissions for an interval (1 independent group, 10 needed); {n} labelled units")
+        f"too few tasks for an interval (1 of 10 needed); {n} labelled units")
     assert status.macro_f1_ci is None and status.kappa_ci is None
 
 
