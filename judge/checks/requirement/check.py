@@ -57,6 +57,7 @@ from judge.checks.requirement.rationale import (
 from judge.checks.requirement.stated_values import read_lines, value_checks
 from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, quote
 from judge.embeddings.encoder import Embedder
+from judge.grading import leaf_progress
 from judge.models import Leaf, LeafResult, ReferenceSpan, Task
 from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.reference.spans import reference_index_for
@@ -260,6 +261,7 @@ class RequirementInDiff(Check):
             if match is not None and match.spans:
                 evidence.reference, evidence.reference_spans = match.spans[0], match.spans
             result.append(evidence)
+            leaf_progress.advance("evidence")
         task_and_value_features([RequirementFacts.of(e.facts).features for e in result],
                                 [[v.status for v in RequirementFacts.of(e.facts).values] for e in result])
         return result
