@@ -50,6 +50,7 @@ class JobRun:
     job: JobRecord | None
     claimed: bool
     results: dict[int, ItemResult] = field(default_factory=dict)
+    leaves: int = 0  # leaves of the job's grades (0: not counted)
 
     @property
     def retryable(self) -> bool:
@@ -144,4 +145,5 @@ async def run_claimed(job: JobRecord, payload: JobPayload, runtime: GradingRunti
         finished = await store.jobs.get(job.job_id)
     # The review index rows of the grades it stored, in one write (judge/store/review_backlog.py).
     await store.review.index_new_grades(job.tenant, [r.grade for r in results if r.created and r.grade is not None])
-    return JobRun(finished, claimed=True, results={r.index: r for r in results})
+    return JobRun(finished, claimed=True, results={r.index: r for r in results},
+                  leaves=leaves.snapshot[1] if leaves is not None else 0)
