@@ -230,6 +230,8 @@ def report(row: dict[str, Any]) -> None:
     start, end = row["progress_gap"]
     print(f"progress: {row['updates']} changes of leaves_done, longest wait between two {end - start:.1f} s "
           f"(from {start:.1f} s to {end:.1f} s after submission; target <= 5 s at 5,000 leaves)")
+    shown = row["changes"][:: max(1, len(row["changes"]) // 15)]
+    print("  seconds: leaves done  " + ", ".join(f"{t:.0f}: {done}" for t, done, _ in shown))
 
 
 def main() -> None:
