@@ -12,7 +12,8 @@ Prints per size:
   sampled every 0.2 s while they live) and the peak of their sampled sum;
 - the floor, in the same run: a fresh process that loads the embedding model and embeds the same texts the grade
   embeds (`EvidenceBuilder.texts_to_embed`), nothing else; and the model's encode time alone;
-- the idle RSS of the service before the grade and after it (once the grading process is gone);
+- the idle RSS of the service before the grade (after one small synchronous grade: a warm service) and after
+  it (once the grading process is gone);
 - the longest wait between two changes of the job's `progress.leaves_done` (polled every 0.25 s), from its
   submission to its end.
 Targets at 5,000 leaves: peak RSS <= 2 GB, wall <= 3x the floor, idle after <= before + 200 MB, progress
@@ -176,6 +177,9 @@ def one_size(leaves: int, folder: Path) -> dict[str, Any]:
     child: ChildProcess
     child, base = start_service(folder, env)
     try:
+        # A service that grades has graded before: one small synchronous grade (the bundled example, in the
+        # server's own process, with its model) so that "before" is the warm idle service, not a fresh one.
+        httpx.post(f"{base}/v1/grade", json={**EXAMPLE, "judge": "embedded"}, timeout=600).raise_for_status()
         with Sampler(child.pid) as sampler:
             time.sleep(1.0)
             before = idle_rss(sampler)

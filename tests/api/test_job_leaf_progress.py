@@ -16,7 +16,7 @@ from judge.models import Task
 from judge.rubric_loader import expand_rubric, load_rubric
 
 EXAMPLE = json.loads((Path(__file__).resolve().parents[2] / "examples" / "grade_request.json").read_text())
-EXTRA = 700  # above the isolation bound (200 leaves): the grade is made in the separate grading process
+EXTRA = 450  # above the isolation bound (200 leaves): the grade is made in the separate grading process
 
 
 def large_request(extra: int) -> dict[str, Any]:
