@@ -117,12 +117,18 @@ class JobAccepted(BaseModel):
 
 
 class JobProgressView(BaseModel):
-    """Items of a job by outcome."""
+    """Items of a job by outcome, and the leaves of its grades done so far."""
 
     total: int
     done: int
     failed: int
     pending: int
+    leaves_total: int | None = Field(
+        default=None, description="Leaves of the job's grades (the rubric over each item's task); null until a "
+        "runner has taken the job.")
+    leaves_done: int = Field(
+        default=0, description="Leaves done, updated every second while the job runs: a leaf counts a third when "
+        "its texts are embedded, a third when its evidence is built and a third when its verdict is given.")
 
 
 class JobUsageView(BaseModel):

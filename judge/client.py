@@ -194,8 +194,12 @@ class ExpJudgeClient:
         """A job's state, progress and results (`GET /v1/jobs/{id}`)."""
         return Job.model_validate_json(self._request("GET", f"/v1/jobs/{job_id}").content)
 
-    def wait(self, job: Job | str, *, timeout: float = 600.0, poll_interval: float = 0.5) -> Job:
+    def wait(self, job: Job | str, *, timeout: float = 600.0, poll_interval: float = 0.5,
+             on_progress: Callable[[Job], None] | None = None) -> Job:
         """Poll a job until it is succeeded, partial or failed.
+
+        Args:
+            on_progress: Called with the job as each poll finds it (`Job.leaves_done` of `Job.leaves_total`).
 
         Raises:
             JobTimeoutError: still running after `timeout` seconds.
@@ -204,6 +208,8 @@ class ExpJudgeClient:
         started = time.monotonic()
         while True:
             current = self.job(job_id)
+            if on_progress is not None:
+                on_progress(current)
             if current.finished:
                 return current
             if time.monotonic() - started > timeout:
@@ -319,12 +325,16 @@ class AsyncExpJudgeClient:
         """A job's state, progress and results."""
         return Job.model_validate_json((await self._request("GET", f"/v1/jobs/{job_id}")).content)
 
-    async def wait(self, job: Job | str, *, timeout: float = 600.0, poll_interval: float = 0.5) -> Job:
-        """Poll a job until it is succeeded, partial or failed (JobTimeoutError after `timeout` seconds)."""
+    async def wait(self, job: Job | str, *, timeout: float = 600.0, poll_interval: float = 0.5,
+                   on_progress: Callable[[Job], None] | None = None) -> Job:
+        """Poll a job until it is succeeded, partial or failed (JobTimeoutError after `timeout` seconds);
+        `on_progress` is called with the job as each poll finds it."""
         job_id = job if isinstance(job, str) else job.job_id
         started = time.monotonic()
         while True:
             current = await self.job(job_id)
+            if on_progress is not None:
+                on_progress(current)
             if current.finished:
                 return current
             if time.monotonic() - started > timeout:

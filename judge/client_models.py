@@ -40,7 +40,7 @@ class Job(BaseModel):
     kind: str | None = None
     attempts: int | None = None
     error: str | None = None
-    progress: dict[str, int] = Field(default_factory=dict)
+    progress: dict[str, int | None] = Field(default_factory=dict)
     usage: dict[str, float] = Field(default_factory=dict)
     results: list[JobItem] = Field(default_factory=list)
     links: dict[str, str] = Field(default_factory=dict)
@@ -60,6 +60,17 @@ class Job(BaseModel):
     def finished(self) -> bool:
         """True once the job is succeeded, partial or failed."""
         return self.state in FINAL_JOB_STATES
+
+    @property
+    def leaves_done(self) -> int:
+        """Leaves of the job's grades done so far (moves while a grade runs)."""
+        return int(self.progress.get("leaves_done") or 0)
+
+    @property
+    def leaves_total(self) -> int | None:
+        """Leaves of the job's grades (None until a runner has taken the job)."""
+        total = self.progress.get("leaves_total")
+        return None if total is None else int(total)
 
     @property
     def grade_ids(self) -> list[str]:

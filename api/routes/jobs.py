@@ -45,6 +45,8 @@ async def get_job(job_id: str, service: ServiceDep, tenant: TenantDep) -> JobVie
             done=progress.done,
             failed=progress.failed,
             pending=job.total - progress.done - progress.failed,
+            leaves_total=job.leaves_total,
+            leaves_done=job.leaves_done,
         ),
         usage=JobUsageView(
             llm_calls=progress.llm_calls,

@@ -15,6 +15,7 @@ def _register_commands() -> None:
         calibrate_cmd,  # noqa: F401
         db_cmd,  # noqa: F401
         grade_cmd,  # noqa: F401
+        job_cmd,  # noqa: F401
         keys_cmd,  # noqa: F401
         labels_cmd,  # noqa: F401
         local_llm_cmd,  # noqa: F401

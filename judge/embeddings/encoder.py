@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from judge.embeddings.cache import EmbeddingCache, cache_path_for
 from judge.errors import JudgeConfigError
+from judge.grading import leaf_progress
 from judge.settings import configure_offline_environment, get_settings
 
 if TYPE_CHECKING:
@@ -168,6 +169,8 @@ class Embedder:
             vectors = model.encode([texts[n] for n in batch], batch_size=len(batch), normalize_embeddings=True,
                                    convert_to_numpy=True, show_progress_bar=False)
             result[batch] = np.asarray(vectors, dtype=np.float32)
+            if (progress := leaf_progress.current()) is not None:  # a job's progress moves with the model
+                progress.texts_embedded(len(batch))
         return result
 
     def encode(self, texts: list[str]) -> Vectors:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from judge.embeddings.encoder import Embedder
+from judge.grading import leaf_progress
 from judge.models import Leaf, Task
 from judge.models.evidence import LeafEvidence
 from judge.submission.view import SubmissionView
@@ -77,10 +78,17 @@ class EvidenceBuilder:
         # One encode call for the whole grade: the checks then find their vectors in memory. Check by
         # check, a grade made ~9 model calls of 2-6 texts each; one call is 5-9% faster on the bench's
         # tasks (the model's compute is most of the cost, not the number of calls).
-        texts = [text for check, group in groups for text in check.texts_to_embed(group, view)]
-        self.embedder.encode(list(dict.fromkeys(texts)))
+        texts = list(dict.fromkeys(text for check, group in groups for text in check.texts_to_embed(group, view)))
+        progress = leaf_progress.current()
+        if progress is not None:  # the model's batches move the leaves' embedding step (texts in the cache: none)
+            progress.embedding(len(texts), len(leaves))
+        self.embedder.encode(texts)
+        if progress is not None:
+            progress.complete("embedded")
         built = {leaf.id: LeafEvidence(leaf=leaf) for leaf in leaves}
         for check, group in groups:
             for evidence in check.build_evidence(self.embedder, group, task, view):
                 built[evidence.leaf.id] = evidence
+        if progress is not None:  # the requirement check counts its leaves one by one; the others' are in now
+            progress.complete("evidence")
         return [built[leaf.id] for leaf in leaves]

@@ -13,6 +13,7 @@ from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.verdicts import quote
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import MalformedDiffError
+from judge.grading import leaf_progress
 from judge.grading.code_digest import code_version
 from judge.grading.evidence_builder import EvidenceBuilder
 from judge.grading.scoring import (
@@ -327,6 +328,10 @@ class Grader:
         # Text copied from the hidden ground truth is flagged and blanked out before anything aligns to it.
         copies = await asyncio.to_thread(self._copies, task, submission, task_hash) if self.detect_copies else []
         prepared = self._parsed(task, submission, copies, None, submission_hash, task_hash)
+        if (progress := leaf_progress.current()) is not None:  # a job counts this grade's leaves
+            progress.begin(len(prepared.leaves))
+            for step in leaf_progress.STEPS:  # a gate or a missing ground truth decided these already
+                progress.advance(step, len(prepared.decided))
         await asyncio.to_thread(self._attach_evidence, prepared, task)
         return prepared
 
@@ -366,6 +371,8 @@ class Grader:
         usage = Usage()
         if prepared.evidence:
             outcome = await self.judge.judge_leaves(prepared.context, prepared.evidence)
+            if (progress := leaf_progress.current()) is not None:  # every verdict is in, counted or not
+                progress.complete("verdict")
             usage = outcome.usage
             by_leaf = {e.leaf.id: e for e in prepared.evidence}
             decided.update({r.leaf_id: with_compared(r, by_leaf.get(r.leaf_id), prepared.context)

@@ -7,11 +7,14 @@ import contextlib
 import logging
 from typing import Protocol
 
+from judge.gc_tuning import return_freed_memory
 from judge.jobs.abandoned_jobs import take_back_abandoned
 from judge.jobs.runner import STALE_AFTER, run_job, runner_id
 from judge.jobs.runtime import GradingRuntime
 
 log = logging.getLogger(__name__)
+# A job of at least this many leaves hands the memory its grades held back to the system when it ends.
+FREE_AFTER_LEAVES = 1000
 
 
 class Dispatcher(Protocol):
@@ -77,7 +80,9 @@ class InProcessPool:
         while True:
             job_id = await self._queue.get()
             try:
-                await run_job(job_id, self.runtime, self.owner)
+                leaves = (await run_job(job_id, self.runtime, self.owner)).leaves
+                if leaves >= FREE_AFTER_LEAVES:  # its grades are garbage now: give their pages back
+                    await asyncio.to_thread(return_freed_memory)
             except Exception:  # keep the worker alive; the job stays claimed and is recovered when stale
                 log.exception("job %s failed in the in-process pool", job_id)
             finally:

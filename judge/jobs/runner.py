@@ -20,6 +20,7 @@ from datetime import timedelta
 
 from pydantic import ValidationError
 
+from judge.jobs.leaf_count import JobLeaves, final_count, item_leaves, report_leaves
 from judge.jobs.payload import JobPayload
 from judge.jobs.runtime import GradingRuntime, ItemResult
 from judge.store import JobRecord, JobState
@@ -49,6 +50,7 @@ class JobRun:
     job: JobRecord | None
     claimed: bool
     results: dict[int, ItemResult] = field(default_factory=dict)
+    leaves: int = 0  # leaves of the job's grades (0: not counted)
 
     @property
     def retryable(self) -> bool:
@@ -109,19 +111,29 @@ async def run_claimed(job: JobRecord, payload: JobPayload, runtime: GradingRunti
     done = {item.index for item in await store.jobs.items(job.job_id) if item.state == "done"}
     todo = [index for index in range(len(payload.items)) if index not in done]
     limit = asyncio.Semaphore(ITEM_CONCURRENCY)
+    leaves = JobLeaves(await asyncio.to_thread(item_leaves, payload), done) if todo else None
 
     async def one(index: int) -> ItemResult:
         async with limit:
-            return await runtime.grade_item(job.tenant, job.job_id, index, payload)
+            assert leaves is not None
+            result = await runtime.grade_item(job.tenant, job.job_id, index, payload,
+                                              progress=leaves.listener(index))
+            if result.outcome.state == "done":
+                leaves.finished(index)
+            return result
 
-    beat = asyncio.create_task(_beat(runtime, job.job_id, owner)) if todo else None
+    tasks = [asyncio.create_task(_beat(runtime, job.job_id, owner))] if todo else []
+    if leaves is not None:
+        tasks.append(asyncio.create_task(report_leaves(store, job.job_id, owner, leaves)))
     try:
         results = await asyncio.gather(*(one(index) for index in todo))
     finally:
-        if beat is not None:
-            beat.cancel()
+        for task in tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await beat
+                await task
+    if leaves is not None:
+        await final_count(store, job.job_id, owner, leaves)
     succeeded = len(done) + sum(1 for r in results if r.outcome.state == "done")
     state = _final_state(succeeded, job.total)
     error = None
@@ -133,4 +145,5 @@ async def run_claimed(job: JobRecord, payload: JobPayload, runtime: GradingRunti
         finished = await store.jobs.get(job.job_id)
     # The review index rows of the grades it stored, in one write (judge/store/review_backlog.py).
     await store.review.index_new_grades(job.tenant, [r.grade for r in results if r.created and r.grade is not None])
-    return JobRun(finished, claimed=True, results={r.index: r for r in results})
+    return JobRun(finished, claimed=True, results={r.index: r for r in results},
+                  leaves=leaves.snapshot[1] if leaves is not None else 0)

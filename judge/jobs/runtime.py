@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from judge.errors import InputError, JudgeConfigError
+from judge.grading import leaf_progress
 from judge.grading.grader import upstream_down
 from judge.grading.service import GradingService, cache_hit_copy, cacheable
 from judge.jobs import metrics
@@ -122,7 +123,8 @@ class GradingRuntime:
         self.judge_for(payload.judge, refresh=payload.refresh).check_rubric(rubric)
         return rubric
 
-    async def grade_item(self, tenant: str, job_id: str, index: int, payload: JobPayload) -> ItemResult:
+    async def grade_item(self, tenant: str, job_id: str, index: int, payload: JobPayload, *,
+                         progress: leaf_progress.Listener | None = None) -> ItemResult:
         """Grade item `index` of a stored job; store its grade (once per run key) and its outcome together.
 
         Args:
@@ -130,9 +132,10 @@ class GradingRuntime:
             job_id: The job.
             index: The item's position in the payload.
             payload: The job's input.
+            progress: Told (leaves done, leaves in the grade) while the item is graded.
         """
         started = time.perf_counter()
-        result = await self._grade_item(tenant, job_id, index, payload)
+        result = await self._grade_item(tenant, job_id, index, payload, progress)
         if not result.replayed:
             _observe(result, time.perf_counter() - started)
         return result
@@ -151,7 +154,8 @@ class GradingRuntime:
         _observe(result, time.perf_counter() - started)
         return result
 
-    async def _grade_item(self, tenant: str, job_id: str, index: int, payload: JobPayload) -> ItemResult:
+    async def _grade_item(self, tenant: str, job_id: str, index: int, payload: JobPayload,
+                          progress: leaf_progress.Listener | None = None) -> ItemResult:
         jobs = self.store.jobs
         key = payload.items[index].run_key or run_key(job_id, index)
         stored_id = await self.store.grades.id_for_run_key(tenant, key)
@@ -160,13 +164,14 @@ class GradingRuntime:
             usage = stored.usage if stored else Usage()
             await jobs.record_item(job_id, index, _outcome(stored_id, usage))
             return ItemResult(index, _outcome(stored_id, usage), stored, usage=usage, replayed=True)
-        result, write = await self.judge_item(tenant, key, index, payload, job_id=job_id)
+        result, write = await self.judge_item(tenant, key, index, payload, job_id=job_id, progress=progress)
         written = await jobs.record_item(job_id, index, result.outcome, write)
         return await self.stored(result, write, written)
 
     async def judge_item(self, tenant: str, key: str, index: int, payload: JobPayload, *,
-                         job_id: str | None = None) -> tuple[ItemResult, GradeWrite | None]:
-        """Grade item `index` of `payload` without storing anything.
+                         job_id: str | None = None, progress: leaf_progress.Listener | None = None
+                         ) -> tuple[ItemResult, GradeWrite | None]:
+        """Grade item `index` of `payload` without storing anything (`progress`: told the leaves done).
 
         Returns:
             The item's result, and the write that stores its grade under `key` (None when there is no grade to
@@ -174,7 +179,7 @@ class GradingRuntime:
             stores that text and a synchronous caller answers with it.
         """
         try:
-            grade, from_cache = await self._grade(tenant, payload.items[index], payload)
+            grade, from_cache = await self._grade(tenant, payload.items[index], payload, progress)
         except InputError as exc:
             return ItemResult(index, _outcome(None, Usage(), error_code="input_error", error=str(exc)), error=exc), None
         except Exception as exc:  # a bug must not kill the other items; it is logged and reported
@@ -221,7 +226,8 @@ class GradingRuntime:
             self._services[key] = service
         return service
 
-    async def _grade(self, tenant: str, item: GradeItem, payload: JobPayload) -> tuple[Grade, bool]:
+    async def _grade(self, tenant: str, item: GradeItem, payload: JobPayload,
+                     progress: leaf_progress.Listener | None = None) -> tuple[Grade, bool]:
         task, submission = item.parsed()
         CURRENT_TENANT.set(tenant)  # this task's LLM calls count against the tenant's upstream share
         service = self.service_for(payload, tenant)
@@ -229,8 +235,12 @@ class GradingRuntime:
             calibration, hit = await service.look_up(task, submission, refresh=payload.refresh)
             if hit is not None:
                 return cache_hit_copy(hit, task, submission, calibration), True
-            return await self.isolated.grade(payload.rubric, task, submission, calibration), False
-        served = await service.grade(task, submission, refresh=payload.refresh)
+            return await self.isolated.grade(payload.rubric, task, submission, calibration, progress), False
+        if progress is None:
+            served = await service.grade(task, submission, refresh=payload.refresh)
+        else:
+            with leaf_progress.reporting(progress):  # the grade's threads inherit it
+                served = await service.grade(task, submission, refresh=payload.refresh)
         return served.grade, served.from_cache
 
     def _isolate(self, payload: JobPayload, task: Task) -> bool:

@@ -22,6 +22,7 @@ from judge.checks.requirement.check import RequirementInDiff, reads_code
 from judge.checks.requirement.payload import UnitMeta
 from judge.checks.verdicts import EMBEDDED
 from judge.errors import JudgeConfigError
+from judge.grading import leaf_progress
 from judge.judges.base import Judge, JudgeOutcome
 from judge.models import LeafResult, Rubric
 from judge.models.evidence import GradingContext, LeafEvidence
@@ -84,7 +85,7 @@ class EmbeddedJudge(Judge):
 
     async def judge_leaves(self, context: GradingContext, evidence: list[LeafEvidence]) -> JudgeOutcome:
         if self.code_reader is None:
-            return JudgeOutcome(results=[self.decide(e, context) for e in evidence])
+            return JudgeOutcome(results=[self._counted(e, context) for e in evidence])
         try:
             evidence = await asyncio.to_thread(self.with_readings, evidence)
         except Exception as exc:  # the reader failed: its leaves are unscored, never decided without it
@@ -121,6 +122,11 @@ class EmbeddedJudge(Judge):
             features = {**getattr(facts, "features", {}), "coder_logit": logit(p_yes)}
             out[i] = evidence[i].model_copy(update={"facts": facts.model_copy(update={"features": features})})
         return out
+
+    def _counted(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
+        result = self.decide(evidence, context)
+        leaf_progress.advance("verdict")  # a job's progress moves leaf by leaf
+        return result
 
     def decide(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
         """One leaf's verdict; a check this judge does not know leaves the leaf unscored."""

@@ -44,6 +44,8 @@ def _record(row: Any) -> JobRecord:
         created_at=as_utc(row.created_at),
         started_at=as_utc(row.started_at) if row.started_at else None,
         finished_at=as_utc(row.finished_at) if row.finished_at else None,
+        leaves_total=row.leaves_total,
+        leaves_done=row.leaves_done or 0,
     )
 
 
@@ -244,6 +246,16 @@ class JobStore:
         )
         return await self._store.run_write(lambda c: c.execute(statement).one_or_none() is not None)
 
+    async def report_leaves(self, job_id: str, owner: str, done: int, total: int) -> bool:
+        """Record how many of the job's leaves are done; False when `owner` no longer holds it."""
+        statement = (
+            update(JobRow)
+            .where(JobRow.job_id == job_id, JobRow.owner == owner, JobRow.state == "running")
+            .values(leaves_done=done, leaves_total=total)
+            .returning(JobRow.job_id)
+        )
+        return await self._store.run_write(lambda c: c.execute(statement).one_or_none() is not None)
+
     async def record_item(
         self, job_id: str, index: int, outcome: ItemOutcome, grade: GradeWrite | None = None
     ) -> ItemWritten:
@@ -276,6 +288,8 @@ class JobStore:
             "request_hash": job.request_hash, "kind": job.kind, "state": state, "total": 1, "attempts": 1,
             "owner": job.owner, "heartbeat_at": None, "created_at": job.started_at, "started_at": job.started_at,
             "finished_at": now, "error": error, "payload_json": job.payload_json,
+            "leaves_total": len(grade.grade.leaves) if grade is not None else None,
+            "leaves_done": len(grade.grade.leaves) if grade is not None else 0,
         }
         conflict = _KEY if job.idempotency_key is not None else _ID
 

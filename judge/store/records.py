@@ -74,6 +74,8 @@ class JobRecord(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    leaves_total: int | None = None
+    leaves_done: int = 0
 
     @property
     def finished(self) -> bool:

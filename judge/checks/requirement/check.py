@@ -57,12 +57,14 @@ from judge.checks.requirement.rationale import (
 from judge.checks.requirement.stated_values import read_lines, value_checks
 from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, quote
 from judge.embeddings.encoder import Embedder
+from judge.grading import leaf_progress
 from judge.models import Leaf, LeafResult, ReferenceSpan, Task
 from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.reference.spans import reference_index_for
 from judge.submission.code_units import CodeUnit, executable_text, prose_text
-from judge.submission.distinguishing import check_distinguishing, distinguishing_terms, missing_names
+from judge.submission.distinguishing import missing_names
 from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist
+from judge.submission.sibling_index import SiblingIndex
 from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text
 
 _MEMO = "requirement_shortlist"
@@ -124,6 +126,16 @@ def _shortlist(view: SubmissionView, queries: list[str]) -> tuple[CodeIndex, Sho
         index = CodeIndex(view.code_units, _RETRIEVAL)
         cached = view.memo[key] = (index, index.shortlist(queries))
     return cached
+
+
+def _best_other(sims: np.ndarray, row: int, col: int | None, identical_to: tuple[int, ...]) -> float:
+    """The highest similarity of unit column `col` to another requirement than `row` (requirements with exactly
+    its terms left out); -1.0 without a column or another requirement."""
+    if col is None:
+        return -1.0
+    others = np.ones(len(sims), dtype=bool)
+    others[[row, *identical_to]] = False
+    return float(sims[others, col].max()) if others.any() else -1.0
 
 
 @dataclass
@@ -199,7 +211,7 @@ class RequirementInDiff(Check):
                             unit_vectors={u: unit_vectors[i] for i, u in enumerate(embedded)})
         sims = query_vectors @ unit_vectors.T if len(embedded) else np.zeros((len(leaves), 0), dtype=np.float32)
         column = {u: i for i, u in enumerate(embedded)}
-        siblings = distinguishing_terms(queries)
+        siblings = SiblingIndex(queries)  # row by row: all-pairs contrasts were n² objects (issue 42)
         by_id = {unit.id: n for n, unit in enumerate(units)}
         touched = view.diff.touched_paths()
         matches = self._reference_matches(embedder, leaves, task, acts, acting)
@@ -217,16 +229,14 @@ class RequirementInDiff(Check):
             text_pick = next(((rank, n) for rank, n in enumerate(order[:_CONSIDERED]) if n in acting_set), None)
             col = column.get(text_pick[1]) if text_pick else None
             similarity = float(sims[row, col]) if col is not None else 0.0
-            others = [r for r in range(len(leaves)) if r != row and r not in siblings[row].identical_to]
-            best_other = float(max((sims[r, col] for r in others), default=-1.0)) if col is not None else -1.0
+            best_other = _best_other(sims, row, col, siblings.identical_to(row))
             score = retrieval.units[text_pick[0]] if text_pick else None
-            pick_siblings = bool(text_pick and check_distinguishing(
-                executable_text(units[text_pick[1]]) + "\n" + units[text_pick[1]].file_path,
-                siblings[row]).points_to_siblings)
+            pick_siblings = bool(text_pick and siblings.points_to_siblings(
+                row, executable_text(units[text_pick[1]]) + "\n" + units[text_pick[1]].file_path))
             features = text_features(
                 units, text_pick[1] if text_pick else None, text_pick[0] if text_pick else 0, similarity,
                 score.lexical if score else 0.0, score.score if score else 0.0,
-                best_other if not siblings[row].contrasts else -1.0, pick_siblings,
+                best_other if not siblings.has_contrasts(row) else -1.0, pick_siblings,
                 len(missing_names(view.code_terms, queries[row])),
                 sum(n in acting_set for n in order[:_CONSIDERED]) / max(1, min(_CONSIDERED, len(order))),
                 scales[row])
@@ -251,6 +261,7 @@ class RequirementInDiff(Check):
             if match is not None and match.spans:
                 evidence.reference, evidence.reference_spans = match.spans[0], match.spans
             result.append(evidence)
+            leaf_progress.advance("evidence")
         task_and_value_features([RequirementFacts.of(e.facts).features for e in result],
                                 [[v.status for v in RequirementFacts.of(e.facts).values] for e in result])
         return result

@@ -33,6 +33,8 @@ TAIL_QUANTILE = 0.99
 # A bank row is the submission's own code when it holds this share of the row's lines.
 OWN_SHARE = 0.5
 _MIN_LINE_CHARS = 8
+# Requirements scaled at once: their cosines with every bank row are held together (~9 kB a requirement).
+_SCALE_ROWS = 256
 
 
 def line_hash(line: str) -> int:
@@ -130,10 +132,15 @@ def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int]
     rows = bank.rows_not_in(own)
     if len(rows) < 20 or not len(query_vectors):
         return [DecoyScale(0.0, 1.0, 1.0) for _ in range(len(query_vectors))]
-    sims = np.asarray(query_vectors, dtype=np.float32) @ bank.vectors[rows].T
-    means, stds = sims.mean(axis=1), sims.std(axis=1)
-    tails = np.quantile(sims, TAIL_QUANTILE, axis=1)
-    return [DecoyScale(float(m), float(s), float(t)) for m, s, t in zip(means, stds, tails, strict=True)]
+    decoys = bank.vectors[rows].T
+    queries = np.asarray(query_vectors, dtype=np.float32)
+    scales: list[DecoyScale] = []
+    for start in range(0, len(queries), _SCALE_ROWS):  # a block of requirements x the bank at a time
+        sims = queries[start:start + _SCALE_ROWS] @ decoys
+        means, stds = sims.mean(axis=1), sims.std(axis=1)
+        tails = np.quantile(sims, TAIL_QUANTILE, axis=1)
+        scales += [DecoyScale(float(m), float(s), float(t)) for m, s, t in zip(means, stds, tails, strict=True)]
+    return scales
 
 
 def pack_bank(vectors: np.ndarray, hashes: Iterable[Sequence[int]], model: str) -> dict[str, np.ndarray]:
