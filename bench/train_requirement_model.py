@@ -15,7 +15,7 @@ code with hard negatives, most of them contrasts inside one submission (issue 40
 Every variant's evidence is built twice, with the reference (`REFERENCE_FEATURES` and `LEAF_TEXT_FEATURES`) and
 without (`LEAF_TEXT_FEATURES`). What the whole submission says of the task (`TASK_FEATURES`) is read by no model:
 without a reference it is a gate (`fit_task_floors`: the floors that keep `GATE_KEEPS` of the own-code
-submissions), and the text model learns from the submissions the gate lets through. One model is trained per
+submissions). One model is trained per
 mode by `calibration.decision_model.fit_decision_model` (C and decision weights chosen by cross-validation grouped
 by task; without a reference the weights are set for a pass recall of `TEXT_PASS_RECALL` on the cross-validated
 train predictions). Leaves with no acting candidate are decided by the gate, not the model, and are left out.
@@ -62,6 +62,7 @@ from sklearn.model_selection import cross_val_predict  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
+from calibration import decision_model  # noqa: E402
 from calibration.decision_model import fit_decision_model, fold_splits  # noqa: E402
 from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
 from judge.checks.requirement.features import LEAF_TEXT_FEATURES, REFERENCE_FEATURES  # noqa: E402
@@ -200,8 +201,9 @@ def distinct_rows(rows: list[Row]) -> list[Row]:
 
 
 # Kinds of submission whose code is the task's own (whole, in part, moved or renamed): the task gate must let
-# them through. Another paper's code, wherever it sits and whatever it is named, is what the gate is for.
-_OWN_KINDS = frozenset({"own", "rewrite", "drop", "other_task", "moved", "merged", "half_removed", "renamed",
+# them through. Another paper's code, wherever it sits and whatever it is named, is what the gate is for. Another
+# task's code of the same paper is neither: the gate may stop it (the leaves it holds have no target).
+_OWN_KINDS = frozenset({"own", "rewrite", "drop", "moved", "merged", "half_removed", "renamed",
                         "paperbench_pass", "paperbench_pass_renamed"})
 _FOREIGN_KINDS = frozenset({"other_paper", "foreign_at_cited", "foreign_renamed", "paperbench_fail",
                             "paperbench_fail_renamed"})
@@ -310,11 +312,17 @@ def main() -> None:
     parser.add_argument("--features", type=Path, nargs="+", default=None,
                         help="JSONs of collected features: read (and merged) when they all exist, else the first is "
                              "written")
+    parser.add_argument("--c", type=float, default=None,
+                        help="a fixed regularisation strength instead of the cross-validated choice from C_GRID (a "
+                             "smoother model where the choice among near-equal scores picks a large C)")
     parser.add_argument("--shard", default=None,
                         help="K/N: collect the features of every N-th train task and PaperBench paper from the K-th "
                              "into --features, and stop (run the N shards at once, then train on all N files)")
     args = parser.parse_args()
     console = Console()
+    command = ".venv/bin/python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
+    if args.c is not None:
+        decision_model.C_GRID = (args.c,)
     cases = all_cases()
     train_papers, held_out = split_papers(sorted({c.paper for c in cases}))
     console.print(f"train papers: {', '.join(train_papers)}; held out (reported by the bench): {', '.join(held_out)}")
@@ -330,8 +338,11 @@ def main() -> None:
     chosen = chosen[shard[0]:: shard[1]]
     if args.features and all(path.exists() for path in args.features) and args.shard is None:
         rows = {"text": [], "reference": []}
+        collected_by: list[str] = []
         for path in args.features:
-            for mode, items in json.loads(path.read_text(encoding="utf-8")).items():
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            collected_by += [str(stored.pop("command"))] if "command" in stored else []
+            for mode, items in stored.items():
                 rows[mode] += [(dict(item[0]), str(item[1]), str(item[2]), str(item[3]) if len(item) > 3 else "?")
                                for item in items]
         console.print(f"features read from {', '.join(map(str, args.features))}")
@@ -342,9 +353,10 @@ def main() -> None:
         if args.paperbench_leaves:
             rows["text"] += asyncio.run(collect_paperbench(grader, console, args.paperbench_leaves, shard))
         console.print(f"features of {len(chosen)} tasks in {time.perf_counter() - started:.0f} s")
+        collected_by = [command]
         if args.features:
             args.features[0].parent.mkdir(parents=True, exist_ok=True)
-            args.features[0].write_text(json.dumps(rows), encoding="utf-8")
+            args.features[0].write_text(json.dumps({**rows, "command": command}), encoding="utf-8")
         if args.shard is not None:
             return
     # With features that hold no location, own code and its moved copy (and another paper's code at its own
@@ -355,11 +367,11 @@ def main() -> None:
         rows[mode] = distinct_rows(rows[mode])
         console.print(f"{mode}: {before} rows, {len(rows[mode])} distinct within their task")
     # What the whole submission says of the task never lifts a leaf: no model reads it; without a reference it
-    # is a gate that fails every leaf of a submission below its floor (another paper's code), and the text model
-    # learns only from the submissions the gate lets through (issue 40).
+    # is a gate that fails every leaf of a submission below its floor (another paper's code) (issue 40). The text
+    # model still learns from the gated submissions' leaves: what their own evidence says is what a foreign
+    # submission above the floors shows too.
     floors = fit_task_floors(rows["text"], console)
-    rows["text"] = [row for row in rows["text"] if not gated(row[0], floors)]
-    command = ".venv/bin/python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
+    console.print(f"text: {sum(gated(row[0], floors) for row in rows['text'])} of {len(rows['text'])} rows gated")
     models = {}
     for mode, names in (("text", LEAF_TEXT_FEATURES), ("reference", (*REFERENCE_FEATURES, *LEAF_TEXT_FEATURES))):
         labels = [row[1] for row in rows[mode]]
@@ -370,7 +382,8 @@ def main() -> None:
                       f"C={trained.c}, cross-validated macro-F1 {trained.cv_score:.3f}, "
                       f"weights {trained.model.decision_weights}")
         print_cv_by_kind(console, rows[mode], trained.cv_predictions)
-        model = trained.model.model_copy(update={"trained_on": {**trained.model.trained_on, "command": command}})
+        model = trained.model.model_copy(update={"trained_on": {
+            **trained.model.trained_on, "command": command, "features_collected_by": collected_by}})
         models[mode] = model.model_dump(mode="json")
     if not args.dry_run:
         write_rubric(models["text"], models["reference"], floors, args.out)
