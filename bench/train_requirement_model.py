@@ -236,6 +236,15 @@ def gated(features: dict[str, float], floors: dict[str, float]) -> bool:
         features["txt_task_abstract_z"] < floors["task_abstract_floor"]
 
 
+def current_reference_model(path: Path) -> dict[str, Any]:
+    """The requirement check's `reference_model` a written rubric holds now."""
+    match = _CODER_ARGS.search(path.read_text(encoding="utf-8"))
+    if match is None:
+        raise SystemExit(f"no requirement check args line in {path}")
+    model: dict[str, Any] = json.loads(match.group(2))["reference_model"]
+    return model
+
+
 def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], floors: dict[str, float],
                  target: Path = TARGET) -> None:
     """expbench-v2: expbench-v1 with both models in the requirement check's arguments, written to `target`."""
@@ -312,6 +321,9 @@ def main() -> None:
     parser.add_argument("--features", type=Path, nargs="+", default=None,
                         help="JSONs of collected features: read (and merged) when they all exist, else the first is "
                              "written")
+    parser.add_argument("--keep-reference-model", action="store_true",
+                        help="write the rubrics' current reference_model back instead of the one trained here (the "
+                             "trained one is still fitted and printed)")
     parser.add_argument("--c", type=float, default=None,
                         help="a fixed regularisation strength instead of the cross-validated choice from C_GRID (a "
                              "smoother model where the choice among near-equal scores picks a large C)")
@@ -385,6 +397,9 @@ def main() -> None:
         model = trained.model.model_copy(update={"trained_on": {
             **trained.model.trained_on, "command": command, "features_collected_by": collected_by}})
         models[mode] = model.model_dump(mode="json")
+    if args.keep_reference_model:
+        models["reference"] = current_reference_model(args.out if args.out.exists() else TARGET)
+        console.print("reference: the rubric's current model kept (--keep-reference-model)")
     if not args.dry_run:
         write_rubric(models["text"], models["reference"], floors, args.out)
         console.print(f"written: {args.out}")
