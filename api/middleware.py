@@ -1,6 +1,6 @@
-"""Pure ASGI middleware: the request body size limit and HTTP metrics.
+"""Pure ASGI middleware: the request body size limit, the fair-share gate of synchronous grades, and HTTP metrics.
 
-Both wrap `receive`/`send` instead of using BaseHTTPMiddleware, so nothing buffers a body and
+Each wraps `receive`/`send` instead of using BaseHTTPMiddleware, so nothing buffers a body and
 the per-request cost stays a few function calls.
 """
 
@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
 from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.deps import slot_key
+from api.errors import error_response
+from judge.jobs.fair_slots import FairSlots, SlotsBusyError
 from judge.jobs.metrics import REGISTRY
 
 HTTP_REQUESTS = Counter(
@@ -111,6 +115,62 @@ class BodySizeLimit:
             if started:
                 raise
             await _send_413(send, self.max_bytes)
+
+
+# The routes that make a synchronous grade (FairSlots): a key over its share is refused before they read a body.
+SYNC_GRADE_PATHS = frozenset({"/v1/grade", "/grade"})
+
+
+def _presented_secret(scope: Scope) -> str | None:
+    """The API key a request presents, read as api/deps reads it: the first X-API-Key header, else the first
+    Authorization header's bearer token."""
+    api_key: bytes | None = None
+    authorization: bytes | None = None
+    for name, value in scope.get("headers", ()):
+        if name == b"x-api-key" and api_key is None:
+            api_key = value
+        elif name == b"authorization" and authorization is None:
+            authorization = value
+    if api_key:
+        return api_key.decode("latin-1")
+    scheme, _, credentials = (authorization or b"").decode("latin-1").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" and credentials.strip() else None
+
+
+def _asks_async(scope: Scope) -> bool:
+    return "async" in parse_qs(scope.get("query_string", b"").decode("latin-1")).get("mode", ())
+
+
+class FairShareGate:
+    """429 with Retry-After for a synchronous grade whose API key is over its share (`FairSlots.check_room`),
+    answered from the request line and headers alone: `receive` is never called, so neither the body nor its
+    JSON costs the service anything. A client re-sending oversized grades 50 times a second made the other keys'
+    p99 2-3x their p99 alone while each refusal was read and decoded first (bench/bad_neighbour.py).
+
+    Only `POST /v1/grade` (and `/grade`) without `?mode=async` is gated: a job asked for in the query passes.
+    The key is known here only by its hash (`slot_key`); it is authenticated after this, so a key that never
+    made a grade has no share to be over and always passes.
+
+    Args:
+        app: The wrapped ASGI app.
+        slots: The service's grading slots.
+    """
+
+    def __init__(self, app: ASGIApp, slots: FairSlots) -> None:
+        self.app = app
+        self.slots = slots
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") in SYNC_GRADE_PATHS
+                and not _asks_async(scope)):
+            try:
+                self.slots.check_room(slot_key(_presented_secret(scope)))
+            except SlotsBusyError as busy:
+                response = error_response(429, "too_many_requests", str(busy),
+                                          headers={"Retry-After": str(busy.retry_after)})
+                await response(scope, receive, send)  # a JSONResponse sends; it never calls `receive`
+                return
+        await self.app(scope, receive, send)
 
 
 class HttpMetrics:

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.background import BackgroundTask
 
-from api.deps import Service, ServiceDep, TenantDep
+from api.deps import Service, ServiceDep, SlotKeyDep, TenantDep
 from api.errors import UPSTREAM_RETRY_AFTER_SECONDS, ApiError, UpstreamUnavailable, field_path
 from api.leaf_pages import bounded_answer
 from api.schemas import (
@@ -203,26 +203,29 @@ async def grade(
     body: GradeRequest,
     service: ServiceDep,
     tenant: TenantDep,
+    key: SlotKeyDep,
     idempotency_key: IdempotencyKey = None,
     mode: Annotated[Literal["sync", "async"] | None, Query(description="Overrides the body's `mode`.")] = None,
 ) -> Response:
     """Grade `submission` against `task`: the grade (200), or a job id (202) in async mode.
 
     A synchronous grade is priced first (413 above the EXPJUDGE_MAX_SYNC_* bounds) and then takes a grading
-    slot; the keys take turns for the slots, and a key with its share already waiting gets 429.
+    slot; the tenants, and the keys of a tenant, take turns for the slots, and a key with its share already
+    waiting gets 429 (api/middleware.py refuses it before its body is read; checked again here, for a request
+    that came in beside the one that filled the share).
     """
     sync = (mode or body.mode) != "async"
     if sync:
-        service.slots.check_room(tenant)  # a key over its share is refused before its request is priced
+        service.slots.check_room(key)  # a key over its share is refused before its request is priced
     try:
         payload, leaves = _payload(service, body, [_parse_item(body, "")], sync=sync)
     except RequestTooCostlyError:
         if sync:
-            service.slots.note_refused(tenant)  # pricing it was work: a key re-sending such requests is slowed
+            service.slots.note_refused(key)  # pricing it was work: a key re-sending such requests is refused unread
         raise
     if not sync:
         return await _enqueue(service, tenant, "grade", payload, idempotency_key)
-    async with service.slots.slot(tenant, leaves):
+    async with service.slots.slot(key, leaves, tenant=tenant):
         outcome = await grade_now(
             service.runtime, service.owner, tenant=tenant, payload=payload, idempotency_key=idempotency_key
         )
