@@ -1,18 +1,23 @@
-"""The bad neighbour (issue 37): N keys send normal grades while one key sends oversized and slow ones.
+"""The bad neighbour (issues 37, 42): N keys send normal grades while one key sends oversized and slow ones.
 
-Starts `expjudge serve` (default settings but the body limit) on SQLite and on PostgreSQL. For each store it
-runs two phases of `--seconds` each, in the same run: the N normal keys alone, then the same keys while the
-bad key sends, from `--bad-threads` threads at once, requests over the synchronous leaf bound (413 expected)
-and slow requests of `--bad-leaves` leaves (graded, or 429 with Retry-After once the key is over its
-share). A normal key sends the bundled example (examples/grade_request.json, the EXP-Bench 93022:0 task and
-the Curie agent's run) with a fresh conclusion each time, so every grade is made afresh, one after another.
+Starts `expjudge serve` (default settings but the body limit) on SQLite, on PostgreSQL and on PostgreSQL with
+Celery workers (`celery`: a Redis broker at 127.0.0.1:6379, `--workers` worker processes). For each it runs two
+phases of `--seconds` each, in the same run: the N normal keys alone, then the same keys while the bad key
+sends, from `--bad-threads` threads at once, requests over the synchronous leaf bound (413 expected) and slow
+requests of `--bad-leaves` leaves (graded, or 429 with Retry-After once the key is over its share), re-sending
+50 ms after a 429 (a careless client that ignores Retry-After). With Celery workers the bad key also keeps one
+asynchronous job of `--bad-leaves` leaves on the workers at all times. A normal key sends the bundled example
+(examples/grade_request.json, the EXP-Bench 93022:0 task and the Curie agent's run) with a fresh conclusion each
+time, so every grade is made afresh, one after another.
 
 Prints each normal key's p50/p95/p99 latency alone and beside the bad neighbour, the target (the normal keys'
-p99 with the neighbour at most 2x their p99 alone), the requests lost (no answer, or a 5xx), and the bad key's
-answers by status (with how many 429s carried Retry-After). Also the answer bytes per leaf of a slow grade,
-the figure `judge.grading.request_cost.LEAF_ANSWER_BYTES` estimates.
+p99 with the neighbour at most 2x their p99 alone), the requests lost (no answer, or a 5xx), the bad key's
+answers by status (with how many 429s carried Retry-After) and the load average before and after each phase
+(the machine may be shared: a ratio measured under a load that moved is worth a rerun). Also the answer bytes
+per leaf of a slow grade, the figure `judge.grading.request_cost.LEAF_ANSWER_BYTES` estimates.
 
     PYTHONPATH=$PWD python bench/bad_neighbour.py [--keys 3] [--seconds 40] [--bad-leaves 800]
+        [--stores sqlite,postgres,celery] [--workers 1] [--logs DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -33,7 +39,15 @@ from typing import Any
 
 import httpx
 
-from judge.devtools.local_services import offline_env, scratch_database, start_service
+from judge.devtools.local_services import (
+    ChildProcess,
+    expjudge_command,
+    offline_env,
+    scratch_database,
+    scratch_redis,
+    start_service,
+    wait_until,
+)
 from judge.settings import Settings
 from judge.store import Store
 
@@ -79,15 +93,15 @@ class Tally:
             if seconds is not None:
                 self.seconds.append(seconds)
             self.retry_after += retry_after
-            self.lost += status in ("error",) or status.startswith("5")
+            self.lost += status.startswith(("error", "5"))
 
 
 def send(client: httpx.Client, body: dict[str, Any], tally: Tally) -> httpx.Response | None:
     started = time.perf_counter()
     try:
         response = client.post("/v1/grade", json=body)
-    except httpx.HTTPError:
-        tally.add("error", None)
+    except httpx.HTTPError as exc:
+        tally.add(f"error {type(exc).__name__}", None)
         return None
     elapsed = time.perf_counter() - started
     tally.add(str(response.status_code), elapsed if response.status_code == 200 else None,
@@ -116,6 +130,32 @@ def bad_key(base: str, key: str, until: float, tally: Tally, oversized: int, slo
                 time.sleep(0.05)
 
 
+def bad_jobs(base: str, key: str, until: float, tally: Tally, slow: int) -> None:
+    """Keep one asynchronous job of `slow` requirements on the workers until `until` (each polled to its end)."""
+    with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
+        while time.monotonic() < until:
+            try:
+                accepted = client.post("/v1/grade?mode=async", json=large_request(slow))
+            except httpx.HTTPError as exc:
+                tally.add(f"error {type(exc).__name__}", None)
+                continue
+            tally.add(f"job {accepted.status_code}", None)
+            if accepted.status_code != 202:
+                time.sleep(1)
+                continue
+            job_id = accepted.json()["job_id"]
+            state = "queued"
+            while state in ("queued", "running") and time.monotonic() < until:
+                time.sleep(1)
+                state = client.get(f"/v1/jobs/{job_id}").json()["state"]
+            tally.add(f"job {state}", None)  # queued or running: not finished when the phase ended
+            tally.lost += state not in ("succeeded", "queued", "running")
+
+
+def load() -> str:
+    return "/".join(f"{value:.1f}" for value in os.getloadavg())
+
+
 def add_key(database_url: str, tenant: str) -> str:
     async def create() -> str:
         store = Store(database_url)
@@ -128,27 +168,56 @@ def add_key(database_url: str, tenant: str) -> str:
     return asyncio.run(create())
 
 
-def run_phase(base: str, keys: dict[str, str], seconds: float, bad: tuple[str, int, int, int] | None
-              ) -> tuple[dict[str, Tally], Tally, list[float]]:
+def run_phase(base: str, keys: dict[str, str], seconds: float, bad: tuple[str, int, int, int] | None,
+              jobs: bool = False) -> tuple[dict[str, Tally], Tally, list[float]]:
+    print(f"  phase {'beside the bad key' if bad else 'alone'}: load average before {load()}", end="")
     until = time.monotonic() + seconds
     tallies = {tenant: Tally() for tenant in keys}
     bad_tally, leaf_bytes = Tally(), list[float]()
     threads = [threading.Thread(target=normal_key, args=(base, key, until, tallies[tenant]))
                for tenant, key in keys.items()]
+    bad_threads: list[threading.Thread] = []
     if bad is not None:
         key, threads_n, oversized, slow = bad
-        threads += [threading.Thread(target=bad_key, args=(base, key, until, bad_tally, oversized, slow,
-                                                           leaf_bytes)) for _ in range(threads_n)]
-    for thread in threads:
+        bad_threads = [threading.Thread(target=bad_key, args=(base, key, until, bad_tally, oversized, slow,
+                                                              leaf_bytes), daemon=True) for _ in range(threads_n)]
+        if jobs:
+            bad_threads.append(threading.Thread(target=bad_jobs, args=(base, key, until, bad_tally, slow),
+                                                daemon=True))
+    for thread in threads + bad_threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return tallies, bad_tally, leaf_bytes
+    # The bad key's slow grades run at the lowest priority: on a loaded machine one may still wait for its turn
+    # minutes after the phase. It is not waited for (the service stops under it); it is counted as unanswered.
+    grace = time.monotonic() + 30
+    for thread in bad_threads:
+        thread.join(timeout=max(0.0, grace - time.monotonic()))
+    with bad_tally.lock:
+        snapshot = Tally()
+        snapshot.statuses, snapshot.retry_after, snapshot.lost = Counter(bad_tally.statuses), bad_tally.retry_after, \
+            bad_tally.lost
+        snapshot.statuses["unanswered at the end"] = sum(thread.is_alive() for thread in bad_threads)
+    print(f", after {load()}")
+    return tallies, snapshot, list(leaf_bytes)
 
 
-def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path) -> bool:
-    env = offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true")
+def start_worker(env: dict[str, str], logs: Path, n: int) -> ChildProcess:
+    command = [*expjudge_command(), "worker", "--node", f"bad-neighbour-{n}@{uuid.uuid4().hex[:6]}",
+               "--concurrency", "1"]
+    worker = ChildProcess(command, env, logs / f"worker-{n}.log")
+    wait_until(lambda: "ready." in worker.output() or not worker.alive(), 180, "a Celery worker")
+    if not worker.alive():
+        raise RuntimeError(f"the Celery worker exited:\n{worker.output()}")
+    return worker
+
+
+def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path, broker: str | None = None) -> bool:
+    env = offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true",
+                      **({"EXPJUDGE_BROKER_URL": broker} if broker else {}))
     child, base = start_service(logs, env)
+    workers = [start_worker(env, logs, n) for n in range(args.workers)] if broker else []
+    print(f"\n== {name}: service {'with ' + str(len(workers)) + ' Celery worker(s)' if broker else 'alone'}")
     try:
         keys = {f"normal-{n}": add_key(url, f"normal-{n}") for n in range(args.keys)}
         bad = add_key(url, "bad-neighbour")
@@ -157,12 +226,15 @@ def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path) -> bo
         oversized = Settings().max_sync_leaves  # requirements over the bound: every leaf template adds more
         alone, _, _ = run_phase(base, keys, args.seconds, None)
         beside, bad_tally, leaf_bytes = run_phase(base, keys, args.seconds,
-                                                  (bad, args.bad_threads, oversized, args.bad_leaves))
+                                                  (bad, args.bad_threads, oversized, args.bad_leaves),
+                                                  jobs=bool(workers))
     finally:
+        for worker in workers:
+            worker.stop()
         child.stop()
-    print(f"\n== {name}: {args.keys} normal keys, {args.seconds:.0f} s alone then {args.seconds:.0f} s beside the "
+    print(f"== {name}: {args.keys} normal keys, {args.seconds:.0f} s alone then {args.seconds:.0f} s beside the "
           f"bad key ({args.bad_threads} threads: {oversized:,}+ requirements and {args.bad_leaves:,}-requirement "
-          "grades in turn)")
+          f"grades in turn{'; one job of as many on the workers' if workers else ''})")
     print(f"{'key':<12}{'n alone':>8}{'p50':>8}{'p95':>8}{'p99':>8} | {'n beside':>8}{'p50':>8}{'p95':>8}"
           f"{'p99':>8}{'p99 x':>7}")
     ok = True
@@ -195,17 +267,24 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=40.0, help="length of each phase")
     parser.add_argument("--bad-leaves", type=int, default=800, help="requirements of the bad key's slow grades")
     parser.add_argument("--bad-threads", type=int, default=12, help="the bad key's requests at once")
-    parser.add_argument("--stores", default="sqlite,postgres")
+    parser.add_argument("--stores", default="sqlite,postgres,celery",
+                        help="sqlite, postgres, celery (PostgreSQL with a Redis broker and Celery workers)")
+    parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (store celery)")
+    parser.add_argument("--logs", help="keep the service's and workers' logs in this folder")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # figures show as each store ends
     print("reproduce: PYTHONPATH=$PWD python " + " ".join(sys.argv))
+    print(f"cores: {os.cpu_count()}, load average (1/5/15 min) at start: {load()}")
     met = True
-    with tempfile.TemporaryDirectory(prefix="bad-neighbour-") as tmp, ExitStack() as stack:
-        logs = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="bad-neighbour-") as tmp:
+        logs = Path(args.logs or tmp)
+        logs.mkdir(parents=True, exist_ok=True)
         for name in args.stores.split(","):
-            url = (stack.enter_context(scratch_database()) if name == "postgres"
-                   else f"sqlite+aiosqlite:///{logs / 'expjudge.db'}")
-            met &= bench_store(name, url, args, logs)
+            with ExitStack() as stack:
+                url = (f"sqlite+aiosqlite:///{logs / 'expjudge.db'}" if name == "sqlite"
+                       else stack.enter_context(scratch_database()))
+                broker = stack.enter_context(scratch_redis("expjudge-bad-neighbour")) if name == "celery" else None
+                met &= bench_store(name, url, args, logs, broker)
     return 0 if met else 1
 
 
