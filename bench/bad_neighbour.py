@@ -5,7 +5,8 @@ Celery workers (`celery`: a Redis broker at 127.0.0.1:6379, `--workers` worker p
 phases of `--seconds` each, in the same run: the N normal keys alone, then the same keys while the bad key
 sends, from `--bad-threads` threads at once, requests over the synchronous leaf bound (413 expected) and slow
 requests of `--bad-leaves` leaves (graded, or 429 with Retry-After once the key is over its share), re-sending
-50 ms after a 429 (a careless client that ignores Retry-After). With Celery workers the bad key also keeps one
+50 ms after a 429 (a careless client that ignores Retry-After); it runs in a process of its own with its
+bodies built beforehand, so its JSON and threads do not hold the GIL of the threads that time the others. With Celery workers the bad key also keeps one
 asynchronous job of `--bad-leaves` leaves on the workers at all times. A normal key sends the bundled example
 (examples/grade_request.json, the EXP-Bench 93022:0 task and the Curie agent's run) with a fresh conclusion each
 time, so every grade is made afresh, one after another.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import statistics
 import sys
@@ -96,10 +98,11 @@ class Tally:
             self.lost += status.startswith(("error", "5"))
 
 
-def send(client: httpx.Client, body: dict[str, Any], tally: Tally) -> httpx.Response | None:
+def send(client: httpx.Client, body: dict[str, Any] | bytes, tally: Tally) -> httpx.Response | None:
     started = time.perf_counter()
     try:
-        response = client.post("/v1/grade", json=body)
+        response = (client.post("/v1/grade", json=body) if isinstance(body, dict) else
+                    client.post("/v1/grade", content=body, headers={"Content-Type": "application/json"}))
     except httpx.HTTPError as exc:
         tally.add(f"error {type(exc).__name__}", None)
         return None
@@ -111,18 +114,18 @@ def send(client: httpx.Client, body: dict[str, Any], tally: Tally) -> httpx.Resp
 
 def normal_key(base: str, key: str, until: float, tally: Tally) -> None:
     with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
-        while time.monotonic() < until:
+        while time.time() < until:
             send(client, normal_request(), tally)
 
 
-def bad_key(base: str, key: str, until: float, tally: Tally, oversized: int, slow: int,
+def bad_key(base: str, key: str, until: float, tally: Tally, oversized: list[bytes], slow: list[bytes],
             leaf_bytes: list[float]) -> None:
     with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
         turn = 0
-        while time.monotonic() < until:
+        while time.time() < until:
             turn += 1
-            body = large_request(oversized if turn % 2 else slow)
-            response = send(client, body, tally)
+            bodies = oversized if turn % 2 else slow
+            response = send(client, bodies[turn // 2 % len(bodies)], tally)
             if response is not None and response.status_code == 200:
                 leaves = len(response.json()["leaves"])
                 leaf_bytes.append(len(response.content) / leaves)
@@ -133,7 +136,7 @@ def bad_key(base: str, key: str, until: float, tally: Tally, oversized: int, slo
 def bad_jobs(base: str, key: str, until: float, tally: Tally, slow: int) -> None:
     """Keep one asynchronous job of `slow` requirements on the workers until `until` (each polled to its end)."""
     with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
-        while time.monotonic() < until:
+        while time.time() < until:
             try:
                 accepted = client.post("/v1/grade?mode=async", json=large_request(slow))
             except httpx.HTTPError as exc:
@@ -145,7 +148,7 @@ def bad_jobs(base: str, key: str, until: float, tally: Tally, slow: int) -> None
                 continue
             job_id = accepted.json()["job_id"]
             state = "queued"
-            while state in ("queued", "running") and time.monotonic() < until:
+            while state in ("queued", "running") and time.time() < until:
                 time.sleep(1)
                 state = client.get(f"/v1/jobs/{job_id}").json()["state"]
             tally.add(f"job {state}", None)  # queued or running: not finished when the phase ended
@@ -168,38 +171,62 @@ def add_key(database_url: str, tenant: str) -> str:
     return asyncio.run(create())
 
 
+def bad_neighbour(base: str, key: str, threads_n: int, oversized: int, slow: int, jobs: bool,
+                  inbox: Any, outbox: Any) -> None:
+    """The bad key, in a process of its own (its JSON and its threads would otherwise hold the GIL of the threads
+    that time the normal keys): builds its bodies, says it is ready, runs until the time it is sent, and sends
+    back its answers by status, 429s with Retry-After, lost requests and answer bytes per leaf."""
+    bodies_oversized = [json.dumps(large_request(oversized)).encode() for _ in range(8)]
+    bodies_slow = [json.dumps(large_request(slow)).encode() for _ in range(48)]  # distinct: no grade-cache hits
+    outbox.put("ready")
+    until = inbox.get()
+    tally, leaf_bytes = Tally(), list[float]()
+    threads = [threading.Thread(target=bad_key, args=(base, key, until, tally, bodies_oversized, bodies_slow,
+                                                      leaf_bytes), daemon=True) for _ in range(threads_n)]
+    if jobs:
+        threads.append(threading.Thread(target=bad_jobs, args=(base, key, until, tally, slow), daemon=True))
+    for thread in threads:
+        thread.start()
+    # Its slow grades run at the lowest priority: on a loaded machine one may still wait for its turn minutes
+    # after the phase. It is not waited for (the service stops under it); it is counted as unanswered.
+    grace = until + 30
+    for thread in threads:
+        thread.join(timeout=max(0.0, grace - time.time()))
+    with tally.lock:
+        statuses = Counter(tally.statuses)
+        statuses["unanswered at the end"] = sum(thread.is_alive() for thread in threads)
+        outbox.put((dict(statuses), tally.retry_after, tally.lost, list(leaf_bytes)))
+
+
 def run_phase(base: str, keys: dict[str, str], seconds: float, bad: tuple[str, int, int, int] | None,
               jobs: bool = False) -> tuple[dict[str, Tally], Tally, list[float]]:
+    bad_process = None
+    if bad is not None:
+        context = multiprocessing.get_context("spawn")
+        inbox, outbox = context.Queue(), context.Queue()
+        bad_process = context.Process(target=bad_neighbour, args=(base, *bad, jobs, inbox, outbox), daemon=True)
+        bad_process.start()
+        outbox.get(timeout=300)
     print(f"  phase {'beside the bad key' if bad else 'alone'}: load average before {load()}", end="")
-    until = time.monotonic() + seconds
+    until = time.time() + seconds
+    if bad_process is not None:
+        inbox.put(until)
     tallies = {tenant: Tally() for tenant in keys}
-    bad_tally, leaf_bytes = Tally(), list[float]()
     threads = [threading.Thread(target=normal_key, args=(base, key, until, tallies[tenant]))
                for tenant, key in keys.items()]
-    bad_threads: list[threading.Thread] = []
-    if bad is not None:
-        key, threads_n, oversized, slow = bad
-        bad_threads = [threading.Thread(target=bad_key, args=(base, key, until, bad_tally, oversized, slow,
-                                                              leaf_bytes), daemon=True) for _ in range(threads_n)]
-        if jobs:
-            bad_threads.append(threading.Thread(target=bad_jobs, args=(base, key, until, bad_tally, slow),
-                                                daemon=True))
-    for thread in threads + bad_threads:
+    for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    # The bad key's slow grades run at the lowest priority: on a loaded machine one may still wait for its turn
-    # minutes after the phase. It is not waited for (the service stops under it); it is counted as unanswered.
-    grace = time.monotonic() + 30
-    for thread in bad_threads:
-        thread.join(timeout=max(0.0, grace - time.monotonic()))
-    with bad_tally.lock:
-        snapshot = Tally()
-        snapshot.statuses, snapshot.retry_after, snapshot.lost = Counter(bad_tally.statuses), bad_tally.retry_after, \
-            bad_tally.lost
-        snapshot.statuses["unanswered at the end"] = sum(thread.is_alive() for thread in bad_threads)
+    bad_tally, leaf_bytes = Tally(), list[float]()
+    if bad_process is not None:
+        statuses, bad_tally.retry_after, bad_tally.lost, leaf_bytes = outbox.get(timeout=seconds + 300)
+        bad_tally.statuses = Counter(statuses)
+        bad_process.join(timeout=10)
+        if bad_process.is_alive():
+            bad_process.kill()
     print(f", after {load()}")
-    return tallies, snapshot, list(leaf_bytes)
+    return tallies, bad_tally, leaf_bytes
 
 
 def start_worker(env: dict[str, str], logs: Path, n: int) -> ChildProcess:

@@ -220,12 +220,14 @@ class FairSlots:
 
     def note_refused(self, key: str) -> None:
         """Count a request of `key` refused as too costly: pricing it cost the service some work."""
-        self._refused.setdefault(key, deque()).append(time.monotonic())
+        self._refused.setdefault(key, deque(maxlen=self.refusals)).append(time.monotonic())
 
     def check_room(self, key: str) -> None:
         """Refuse at once a key whose part of its tenant's queue is full, or that had `refusals` requests refused as
         too costly in the last `REFUSAL_WINDOW` seconds: from the key alone, so before its request is read (a
-        client re-sending oversized grades would otherwise keep the service reading and parsing them).
+        client re-sending oversized grades would otherwise keep the service reading and parsing them). A request
+        refused for its refusals counts as one more: a client that keeps sending without waiting Retry-After stays
+        refused, unread, until it waits; one that waits is priced again.
 
         Raises:
             SlotsBusyError: `key`'s waiting grades hold its part of the queue already, or it is over its refusals.
@@ -236,9 +238,10 @@ class FairSlots:
             while refused and refused[0] < now - REFUSAL_WINDOW:
                 refused.popleft()
             if len(refused) >= self.refusals:
+                refused.append(now)  # it did not wait: its window starts again (the oldest refusal drops out)
                 retry = max(MIN_RETRY_AFTER, math.ceil(refused[0] + REFUSAL_WINDOW - now))
                 raise SlotsBusyError(key, 0, 0, retry, reason=f"{len(refused)} requests refused as too costly "
-                                     f"in the last {REFUSAL_WINDOW:.0f} s")
+                                     f"(or sent while refused) in the last {REFUSAL_WINDOW:.0f} s")
             if not refused:
                 del self._refused[key]
         state = self._keys.get(key)

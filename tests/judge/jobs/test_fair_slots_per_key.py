@@ -10,7 +10,8 @@ import asyncio
 
 import pytest
 
-from judge.jobs.fair_slots import FairSlots, SlotsBusyError
+from judge.jobs import fair_slots
+from judge.jobs.fair_slots import REFUSAL_WINDOW, FairSlots, SlotsBusyError
 
 
 class Grades:
@@ -124,6 +125,25 @@ def test_refusals_as_too_costly_count_per_key() -> None:
     with pytest.raises(SlotsBusyError):
         slots.check_room("a1")
     slots.check_room("a2")  # another key, of the same tenant or not: nothing tells them apart here
+
+
+def test_a_key_that_keeps_sending_while_refused_stays_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(fair_slots.time, "monotonic", lambda: clock[0])
+    slots = FairSlots(total=2, per_key=1, key_cost=100, key_queue=5, refusals=2)
+    for key in ("careless", "patient"):
+        slots.note_refused(key)
+        slots.note_refused(key)
+    for _ in range(int(REFUSAL_WINDOW) * 2 + 1):  # careless re-sends every half second; patient waits
+        clock[0] += 0.5
+        with pytest.raises(SlotsBusyError) as busy:
+            slots.check_room("careless")
+        assert busy.value.retry_after >= REFUSAL_WINDOW - 1
+    slots.check_room("patient")  # its refusals are older than the window: it is priced again
+    with pytest.raises(SlotsBusyError):
+        slots.check_room("careless")  # never waited: still refused
+    clock[0] += REFUSAL_WINDOW + 0.1  # once it waits Retry-After, it is priced again
+    slots.check_room("careless")
 
 
 def test_a_cancelled_waiter_gives_its_turn_to_the_next() -> None:
