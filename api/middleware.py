@@ -6,6 +6,7 @@ the per-request cost stays a few function calls.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -147,6 +148,10 @@ class FairShareGate:
     JSON costs the service anything. A client re-sending oversized grades 50 times a second made the other keys'
     p99 2-3x their p99 alone while each refusal was read and decoded first (bench/bad_neighbour.py).
 
+    The refusal is answered `hold` seconds late (at most its Retry-After): a client that re-sends at once makes
+    at most one request a `hold` per connection, where it made a hundred a second, each received, routed,
+    logged and answered while the service's other keys waited for the same CPU (bench/bad_neighbour.py).
+
     Only `POST /v1/grade` (and `/grade`) without `?mode=async` is gated: a job asked for in the query passes.
     The key is known here only by its hash (`slot_key`); it is authenticated after this, so a key that never
     made a grade has no share to be over and always passes.
@@ -154,11 +159,13 @@ class FairShareGate:
     Args:
         app: The wrapped ASGI app.
         slots: The service's grading slots.
+        hold: Seconds a refusal is held before it is sent.
     """
 
-    def __init__(self, app: ASGIApp, slots: FairSlots) -> None:
+    def __init__(self, app: ASGIApp, slots: FairSlots, hold: float = 1.0) -> None:
         self.app = app
         self.slots = slots
+        self.hold = hold
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") in SYNC_GRADE_PATHS
@@ -166,6 +173,7 @@ class FairShareGate:
             try:
                 self.slots.check_room(slot_key(_presented_secret(scope)))
             except SlotsBusyError as busy:
+                await asyncio.sleep(min(self.hold, busy.retry_after))  # no body is read meanwhile
                 response = error_response(429, "too_many_requests", str(busy),
                                           headers={"Retry-After": str(busy.retry_after)})
                 await response(scope, receive, send)  # a JSONResponse sends; it never calls `receive`

@@ -6,10 +6,10 @@ phases of `--seconds` each, in the same run: the N normal keys alone, then the s
 sends, from `--bad-threads` threads at once, requests over the synchronous leaf bound (413 expected) and slow
 requests of `--bad-leaves` leaves (graded, or 429 with Retry-After once the key is over its share), re-sending
 50 ms after a 429 (a careless client that ignores Retry-After); it runs in a process of its own with its
-bodies built beforehand, so its JSON and threads do not hold the GIL of the threads that time the others. With Celery workers the bad key also keeps one
-asynchronous job of `--bad-leaves` leaves on the workers at all times. A normal key sends the bundled example
-(examples/grade_request.json, the EXP-Bench 93022:0 task and the Curie agent's run) with a fresh conclusion each
-time, so every grade is made afresh, one after another.
+bodies built beforehand, so its JSON and threads do not hold the GIL of the threads that time the others.
+With Celery workers the bad key also keeps one asynchronous job of `--bad-leaves` leaves on the workers at all
+times. A normal key sends the bundled example (examples/grade_request.json, the EXP-Bench 93022:0 task and the
+Curie agent's run) with a fresh conclusion each time, so every grade is made afresh, one after another.
 
 Prints each normal key's p50/p95/p99 latency alone and beside the bad neighbour, the target (the normal keys'
 p99 with the neighbour at most 2x their p99 alone), the requests lost (no answer, or a 5xx), the bad key's

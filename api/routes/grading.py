@@ -222,16 +222,18 @@ async def grade(
     that came in beside the one that filled the share).
     """
     sync = (mode or body.mode) != "async"
-    if sync:
-        service.slots.check_room(key)  # a key over its share is refused before its request is priced
-    try:
-        # Parsed and priced on a worker thread: a 2,500-requirement request takes tens of ms of CPU (seconds
-        # on a loaded machine) that would otherwise stop the event loop answering every other key meanwhile.
+    # Parsed and priced on a worker thread: a 2,500-requirement request takes tens of ms of CPU (seconds on a
+    # loaded machine) that would otherwise stop the event loop answering every other key meanwhile.
+    if not sync:
         payload, leaves = await run_in_threadpool(_priced, service, body, sync)
-    except RequestTooCostlyError:
-        if sync:
-            service.slots.note_refused(key)  # pricing it was work: a key re-sending such requests is refused unread
-        raise
+    else:
+        async with service.slots.pricing_turn(key):  # one of a key's grades priced at a time
+            service.slots.check_room(key)  # refused unpriced once over its share, as the requests before it made it
+            try:
+                payload, leaves = await run_in_threadpool(_priced, service, body, sync)
+            except RequestTooCostlyError:
+                service.slots.note_refused(key)  # pricing it was work: a key re-sending such requests is refused
+                raise
     if not sync:
         return await _enqueue(service, tenant, "grade", payload, idempotency_key)
     async with service.slots.slot(key, leaves, tenant=tenant):

@@ -95,6 +95,7 @@ class FairSlots:
         self.key_queue = key_queue
         self.refusals = refusals
         self._refused: dict[str, deque[float]] = {}
+        self._pricing: dict[str, list[Any]] = {}  # key -> [its pricing lock, requests holding or waiting for it]
         self._running = 0
         self._keys: dict[str, _KeyState] = {}
         self._tenants: dict[str, _TenantState] = {}
@@ -217,6 +218,27 @@ class FairSlots:
                 self._turns.pop(state.tenant, None)
         self._dispatch()  # a grade behind this one may fit now
         self._forget_if_idle(key)
+
+    @contextlib.asynccontextmanager
+    async def pricing_turn(self, key: str) -> AsyncIterator[None]:
+        """Hold `key`'s turn to have a request priced (one at a time per key; other keys are not kept waiting).
+
+        Twelve oversized requests of one key arriving at once were priced side by side, each on its own thread:
+        the other keys' grades shared the interpreter with all twelve. One at a time, the `refusals` that refuse
+        a key unpriced are reached after as many pricings, and the requests behind them are refused unpriced.
+        """
+        entry = self._pricing.get(key)
+        if entry is None:
+            entry = self._pricing[key] = [asyncio.Lock(), 0]
+        lock: asyncio.Lock = entry[0]
+        entry[1] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            entry[1] -= 1
+            if not entry[1]:
+                del self._pricing[key]  # an idle key holds no lock
 
     def note_refused(self, key: str) -> None:
         """Count a request of `key` refused as too costly: pricing it cost the service some work."""

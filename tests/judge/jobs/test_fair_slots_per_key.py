@@ -146,6 +146,31 @@ def test_a_key_that_keeps_sending_while_refused_stays_refused(monkeypatch: pytes
     slots.check_room("careless")
 
 
+def test_a_keys_requests_are_priced_one_at_a_time_and_other_keys_are_not_kept_waiting() -> None:
+    async def scenario() -> list[str]:
+        slots = FairSlots(total=2, per_key=1, key_cost=100, key_queue=5)
+        events: list[str] = []
+        release = asyncio.Event()
+
+        async def price(key: str, name: str, hold: bool = False) -> None:
+            async with slots.pricing_turn(key):
+                events.append(f"start {name}")
+                if hold:
+                    await release.wait()
+                events.append(f"end {name}")
+
+        first = asyncio.create_task(price("a", "a1", hold=True))
+        second = asyncio.create_task(price("a", "a2"))
+        await asyncio.sleep(0)
+        await price("b", "b1")  # another key is priced while a's first is
+        release.set()
+        await asyncio.gather(first, second)
+        assert not slots._pricing  # nothing is held for an idle key
+        return events
+
+    assert asyncio.run(scenario()) == ["start a1", "start b1", "end b1", "end a1", "start a2", "end a2"]
+
+
 def test_a_cancelled_waiter_gives_its_turn_to_the_next() -> None:
     async def scenario() -> list[str]:
         grades = Grades(FairSlots(total=1, per_key=1, key_cost=100, key_queue=50, per_tenant=1))
