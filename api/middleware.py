@@ -193,18 +193,29 @@ class HttpMetrics:
             return
         started = time.perf_counter()
         status = 500
+        counted = False
+
+        def count() -> None:
+            nonlocal counted
+            counted = True
+            route: Any = scope.get("route")
+            template = str(getattr(route, "path", "")) or "unmatched"
+            method = str(scope.get("method", ""))
+            HTTP_REQUESTS.labels(method, template, str(status)).inc()
+            HTTP_LATENCY.labels(method, template).observe(time.perf_counter() - started)
 
         async def watched_send(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
             await send(message)
+            # Counted once the answer is out, not after the background tasks that follow it (a grade's review
+            # index): a client reading /metrics right after its answer finds its request counted.
+            if message["type"] == "http.response.body" and not message.get("more_body") and not counted:
+                count()
 
         try:
             await self.app(scope, receive, watched_send)
         finally:
-            route: Any = scope.get("route")
-            template = str(getattr(route, "path", "")) or "unmatched"
-            method = str(scope.get("method", ""))
-            HTTP_REQUESTS.labels(method, template, str(status)).inc()
-            HTTP_LATENCY.labels(method, template).observe(time.perf_counter() - started)
+            if not counted:
+                count()
