@@ -120,6 +120,8 @@ class BodySizeLimit:
 
 # The routes that make a synchronous grade (FairSlots): a key over its share is refused before they read a body.
 SYNC_GRADE_PATHS = frozenset({"/v1/grade", "/grade"})
+# The request state entry holding the function that gives a gated request's pricing turn back (api/routes/grading).
+PRICING_TURN = "expjudge_pricing_turn"
 
 
 def _presented_secret(scope: Scope) -> str | None:
@@ -168,17 +170,28 @@ class FairShareGate:
         self.hold = hold
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") in SYNC_GRADE_PATHS
+        if not (scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") in SYNC_GRADE_PATHS
                 and not _asks_async(scope)):
+            await self.app(scope, receive, send)
+            return
+        key = slot_key(_presented_secret(scope))
+        # The key's requests are read and priced one at a time: each waits for the turn before its body is read,
+        # and is checked once it has it, against the refusals of the requests before it.
+        give_back = await self.slots.take_pricing_turn(key)
+        try:
             try:
-                self.slots.check_room(slot_key(_presented_secret(scope)))
+                self.slots.check_room(key)
             except SlotsBusyError as busy:
+                give_back()
                 await asyncio.sleep(min(self.hold, busy.retry_after))  # no body is read meanwhile
                 response = error_response(429, "too_many_requests", str(busy),
                                           headers={"Retry-After": str(busy.retry_after)})
                 await response(scope, receive, send)  # a JSONResponse sends; it never calls `receive`
                 return
-        await self.app(scope, receive, send)
+            scope.setdefault("state", {})[PRICING_TURN] = give_back  # the route gives it back once it has priced
+            await self.app(scope, receive, send)
+        finally:
+            give_back()
 
 
 class HttpMetrics:

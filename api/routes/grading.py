@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.background import BackgroundTask
@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import Service, ServiceDep, SlotKeyDep, TenantDep
 from api.errors import UPSTREAM_RETRY_AFTER_SECONDS, ApiError, UpstreamUnavailable, field_path
 from api.leaf_pages import bounded_answer
+from api.middleware import PRICING_TURN
 from api.schemas import (
     BatchRequest,
     ExpBenchTask,
@@ -207,6 +208,7 @@ GRADE_RESPONSES: dict[int | str, dict[str, Any]] = {
              response_model=Grade, responses=GRADE_RESPONSES)
 @router.post("/v1/grade", summary="Grade one submission", response_model=Grade, responses=GRADE_RESPONSES)
 async def grade(
+    request: Request,
     body: GradeRequest,
     service: ServiceDep,
     tenant: TenantDep,
@@ -224,16 +226,20 @@ async def grade(
     sync = (mode or body.mode) != "async"
     # Parsed and priced on a worker thread: a 2,500-requirement request takes tens of ms of CPU (seconds on a
     # loaded machine) that would otherwise stop the event loop answering every other key meanwhile.
-    if not sync:
-        payload, leaves = await run_in_threadpool(_priced, service, body, sync)
-    else:
-        async with service.slots.pricing_turn(key):  # one of a key's grades priced at a time
+    # The gate (api/middleware.py) gave this request its key's turn to be read and priced: it is given back once
+    # priced. A request the gate did not see (a job asked for in the body) takes no turn.
+    give_back = getattr(request.state, PRICING_TURN, None)
+    try:
+        if sync:
             service.slots.check_room(key)  # refused unpriced once over its share, as the requests before it made it
-            try:
-                payload, leaves = await run_in_threadpool(_priced, service, body, sync)
-            except RequestTooCostlyError:
-                service.slots.note_refused(key)  # pricing it was work: a key re-sending such requests is refused
-                raise
+        payload, leaves = await run_in_threadpool(_priced, service, body, sync)
+    except RequestTooCostlyError:
+        if sync:
+            service.slots.note_refused(key)  # pricing it was work: a key re-sending such requests is refused
+        raise
+    finally:
+        if give_back is not None:
+            give_back()
     if not sync:
         return await _enqueue(service, tenant, "grade", payload, idempotency_key)
     async with service.slots.slot(key, leaves, tenant=tenant):

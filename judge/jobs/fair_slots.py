@@ -219,26 +219,49 @@ class FairSlots:
         self._dispatch()  # a grade behind this one may fit now
         self._forget_if_idle(key)
 
-    @contextlib.asynccontextmanager
-    async def pricing_turn(self, key: str) -> AsyncIterator[None]:
-        """Hold `key`'s turn to have a request priced (one at a time per key; other keys are not kept waiting).
+    async def take_pricing_turn(self, key: str) -> Callable[[], None]:
+        """Wait for `key`'s turn to have a request read and priced (one at a time per key; other keys are not kept
+        waiting); returns the function that gives the turn back (calling it again does nothing).
 
-        Twelve oversized requests of one key arriving at once were priced side by side, each on its own thread:
-        the other keys' grades shared the interpreter with all twelve. One at a time, the `refusals` that refuse
-        a key unpriced are reached after as many pricings, and the requests behind them are refused unpriced.
+        Twelve oversized requests of one key arriving at once were read and priced side by side: the other keys'
+        grades shared the interpreter with all twelve. One at a time, the `refusals` that refuse a key unread are
+        reached after as many pricings, and the requests behind them are refused unread (api/middleware.py).
         """
         entry = self._pricing.get(key)
         if entry is None:
             entry = self._pricing[key] = [asyncio.Lock(), 0]
         lock: asyncio.Lock = entry[0]
         entry[1] += 1
-        try:
-            async with lock:
-                yield
-        finally:
+
+        def leave() -> None:
             entry[1] -= 1
             if not entry[1]:
                 del self._pricing[key]  # an idle key holds no lock
+
+        try:
+            await lock.acquire()
+        except BaseException:  # cancelled while waiting: it never held the turn
+            leave()
+            raise
+        held = True
+
+        def give_back() -> None:
+            nonlocal held
+            if held:
+                held = False
+                lock.release()
+                leave()
+
+        return give_back
+
+    @contextlib.asynccontextmanager
+    async def pricing_turn(self, key: str) -> AsyncIterator[None]:
+        """Hold `key`'s turn to have a request priced while the block runs (see `take_pricing_turn`)."""
+        give_back = await self.take_pricing_turn(key)
+        try:
+            yield
+        finally:
+            give_back()
 
     def note_refused(self, key: str) -> None:
         """Count a request of `key` refused as too costly: pricing it cost the service some work."""
