@@ -154,6 +154,11 @@ class FairShareGate:
     at most one request a `hold` per connection, where it made a hundred a second, each received, routed,
     logged and answered while the service's other keys waited for the same CPU (bench/bad_neighbour.py).
 
+    A key's gated requests are read and priced one at a time (`FairSlots.take_pricing_turn`): each waits for its
+    key's turn before its body is read, is checked when the turn comes, and the route gives the turn back once it
+    has priced the grade (`PRICING_TURN` in the request's state). Twelve oversized requests sent at once are then
+    refused unread after the first refusals, where twelve were read and priced side by side.
+
     Only `POST /v1/grade` (and `/grade`) without `?mode=async` is gated: a job asked for in the query passes.
     The key is known here only by its hash (`slot_key`); it is authenticated after this, so a key that never
     made a grade has no share to be over and always passes.
