@@ -192,3 +192,21 @@ def _refusal(slots: FairSlots, key: str) -> str:
     except SlotsBusyError as busy:
         return str(busy)
     raise AssertionError(f"{key} was not refused")
+
+
+def test_a_request_cancelled_while_waiting_for_its_pricing_turn_holds_nothing() -> None:
+    async def scenario() -> None:
+        slots = FairSlots(total=2, per_key=1, key_cost=100, key_queue=5)
+        give_back = await slots.take_pricing_turn("a")
+        waiting = asyncio.create_task(slots.take_pricing_turn("a"))
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        give_back()
+        give_back()  # a second call gives nothing back twice
+        assert not slots._pricing
+        again = await asyncio.wait_for(slots.take_pricing_turn("a"), 1)  # the turn is free
+        again()
+
+    asyncio.run(scenario())
