@@ -13,7 +13,7 @@ import judge
 from api.deps import LOCAL_TENANT, Service
 from api.docs_assets import install_docs
 from api.errors import install_error_handlers
-from api.middleware import BodySizeLimit, HttpMetrics
+from api.middleware import BodySizeLimit, FairShareGate, HttpMetrics
 from api.review import install_review
 from api.routes import grades, grading, jobs, meta, process
 from judge.gc_tuning import freeze_startup_objects
@@ -43,6 +43,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """The service app; `settings` default to the environment (EXPJUDGE_*)."""
     config = settings or get_settings()
 
+    # Made here, not at start-up: the ASGI gate (FairShareGate) refuses a key over its share with the same slots.
+    slots = FairSlots(config.grade_slots, config.grade_slots_per_key, config.grade_leaves_per_key,
+                      config.grade_queue_leaves_per_key, config.grade_refusals_per_key,
+                      per_tenant=config.grade_slots_per_tenant)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_offline_environment()
@@ -55,8 +60,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runtime = GradingRuntime(store, config)
         dispatcher = make_dispatcher(runtime, config.broker_url)
         await dispatcher.start()
-        slots = FairSlots(config.grade_slots, config.grade_slots_per_key, config.grade_leaves_per_key,
-                          config.grade_queue_leaves_per_key, config.grade_refusals_per_key)
         app.state.service = Service(config, store, runtime, dispatcher, runner_id("api"), slots)
         freeze_startup_objects()  # fewer and shorter full collections while serving
         if config.auth_enabled:
@@ -89,7 +92,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (grading, grades, jobs, meta, process):
         app.include_router(module.router)
     install_review(app)  # /review pages and the labels API
-    # Added last = outermost: metrics see every request, 413s included.
+    # Added last = outermost: metrics see every request, 413s and 429s included; a key over its share is refused
+    # before anything reads its body.
     app.add_middleware(BodySizeLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(FairShareGate, slots=slots)
     app.add_middleware(HttpMetrics)
     return app

@@ -79,21 +79,27 @@ class Settings(BaseSettings):
     grade_slots: int = Field(
         default=4, ge=1, description="Synchronous grades run at once by one service process (the rest wait in "
         "a fair queue: keys take turns).")
-    grade_slots_per_key: int = Field(default=2, ge=1, description="... of which one tenant's requests hold at most.")
+    grade_slots_per_tenant: int = Field(
+        default=2, ge=1, description="... of which one tenant's keys hold at most together.")
+    grade_slots_per_key: int = Field(
+        default=2, ge=1, description="... and one API key at most (set it below the tenant's so that one key of a "
+        "tenant cannot hold every slot of the tenant's other keys; they take turns for them either way).")
     grade_leaves_per_key: int = Field(
         default=2500, ge=1, description="Leaves one tenant's running synchronous grades hold at most together "
         "(a request larger than this runs alone).")
     grade_queue_leaves_per_key: int = Field(
-        default=5000, ge=1, description="Leaves of one tenant's synchronous grades waiting for a slot (one grade "
-        "may always wait); a grade that would pass it: 429 with Retry-After. 5,000: ~190 bundled-example grades, "
-        "or two grades at the leaf bound.")
+        default=5000, ge=1, description="Leaves of one tenant's synchronous grades waiting for a slot, shared in "
+        "equal parts by its keys with grades running or waiting (one grade of a key may always wait); a grade "
+        "that would pass its key's part: 429 with Retry-After, and the key's further grades are refused before "
+        "their body is read while its part stays full. 5,000: ~190 bundled-example grades, or two grades at "
+        "the leaf bound.")
     isolate_leaves: int = Field(
         default=200, ge=0, description="An embedded-judge grade of more leaves than this is made in a separate, "
         "lower-priority process, so it cannot slow the service's other grades (0: never).")
     isolated_processes: int = Field(default=1, ge=1, description="Processes making such grades.")
     grade_refusals_per_key: int = Field(
-        default=10, ge=1, description="Synchronous grades of one tenant refused as too costly (413) within 10 s "
-        "before its further grades are refused unparsed (429 with Retry-After).")
+        default=10, ge=1, description="Synchronous grades of one API key refused as too costly (413) within 10 s "
+        "before its further grades are refused unread (429 with Retry-After, before the body is read).")
     llm_upstream_per_key: int = Field(
         default=8, ge=1, description="LLM calls in flight at once for one tenant, over all its grades and jobs "
         "in one process (so one tenant cannot take every upstream connection).")

@@ -1,18 +1,24 @@
-"""The bad neighbour (issue 37): N keys send normal grades while one key sends oversized and slow ones.
+"""The bad neighbour (issues 37, 42): N keys send normal grades while one key sends oversized and slow ones.
 
-Starts `expjudge serve` (default settings but the body limit) on SQLite and on PostgreSQL. For each store it
-runs two phases of `--seconds` each, in the same run: the N normal keys alone, then the same keys while the
-bad key sends, from `--bad-threads` threads at once, requests over the synchronous leaf bound (413 expected)
-and slow requests of `--bad-leaves` leaves (graded, or 429 with Retry-After once the key is over its
-share). A normal key sends the bundled example (examples/grade_request.json, the EXP-Bench 93022:0 task and
-the Curie agent's run) with a fresh conclusion each time, so every grade is made afresh, one after another.
+Starts `expjudge serve` (default settings but the body limit) on SQLite, on PostgreSQL and on PostgreSQL with
+Celery workers (`celery`: a Redis broker at 127.0.0.1:6379, `--workers` worker processes). For each it runs two
+phases of `--seconds` each, in the same run: the N normal keys alone, then the same keys while the bad key
+sends, from `--bad-threads` threads at once, requests over the synchronous leaf bound (413 expected) and slow
+requests of `--bad-leaves` leaves (graded, or 429 with Retry-After once the key is over its share), re-sending
+50 ms after a 429 (a careless client that ignores Retry-After); it runs in a process of its own with its
+bodies built beforehand, so its JSON and threads do not hold the GIL of the threads that time the others.
+With Celery workers the bad key also keeps one asynchronous job of `--bad-leaves` leaves on the workers at all
+times. A normal key sends the bundled example (examples/grade_request.json, the EXP-Bench 93022:0 task and the
+Curie agent's run) with a fresh conclusion each time, so every grade is made afresh, one after another.
 
 Prints each normal key's p50/p95/p99 latency alone and beside the bad neighbour, the target (the normal keys'
-p99 with the neighbour at most 2x their p99 alone), the requests lost (no answer, or a 5xx), and the bad key's
-answers by status (with how many 429s carried Retry-After). Also the answer bytes per leaf of a slow grade,
-the figure `judge.grading.request_cost.LEAF_ANSWER_BYTES` estimates.
+p99 with the neighbour at most 2x their p99 alone), the requests lost (no answer, or a 5xx), the bad key's
+answers by status (with how many 429s carried Retry-After) and the load average before and after each phase
+(the machine may be shared: a ratio measured under a load that moved is worth a rerun). Also the answer bytes
+per leaf of a slow grade, the figure `judge.grading.request_cost.LEAF_ANSWER_BYTES` estimates.
 
     PYTHONPATH=$PWD python bench/service/bad_neighbour.py [--keys 3] [--seconds 40] [--bad-leaves 800]
+        [--stores sqlite,postgres,celery] [--workers 1] [--logs DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
@@ -33,7 +41,15 @@ from typing import Any
 
 import httpx
 
-from judge.devtools.local_services import offline_env, scratch_database, start_service
+from judge.devtools.local_services import (
+    ChildProcess,
+    expjudge_command,
+    offline_env,
+    scratch_database,
+    scratch_redis,
+    start_service,
+    wait_until,
+)
 from judge.settings import Settings
 from judge.store import Store
 
@@ -79,15 +95,16 @@ class Tally:
             if seconds is not None:
                 self.seconds.append(seconds)
             self.retry_after += retry_after
-            self.lost += status in ("error",) or status.startswith("5")
+            self.lost += status.startswith(("error", "5"))
 
 
-def send(client: httpx.Client, body: dict[str, Any], tally: Tally) -> httpx.Response | None:
+def send(client: httpx.Client, body: dict[str, Any] | bytes, tally: Tally) -> httpx.Response | None:
     started = time.perf_counter()
     try:
-        response = client.post("/v1/grade", json=body)
-    except httpx.HTTPError:
-        tally.add("error", None)
+        response = (client.post("/v1/grade", json=body) if isinstance(body, dict) else
+                    client.post("/v1/grade", content=body, headers={"Content-Type": "application/json"}))
+    except httpx.HTTPError as exc:
+        tally.add(f"error {type(exc).__name__}", None)
         return None
     elapsed = time.perf_counter() - started
     tally.add(str(response.status_code), elapsed if response.status_code == 200 else None,
@@ -97,23 +114,49 @@ def send(client: httpx.Client, body: dict[str, Any], tally: Tally) -> httpx.Resp
 
 def normal_key(base: str, key: str, until: float, tally: Tally) -> None:
     with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
-        while time.monotonic() < until:
+        while time.time() < until:
             send(client, normal_request(), tally)
 
 
-def bad_key(base: str, key: str, until: float, tally: Tally, oversized: int, slow: int,
+def bad_key(base: str, key: str, until: float, tally: Tally, oversized: list[bytes], slow: list[bytes],
             leaf_bytes: list[float]) -> None:
     with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
         turn = 0
-        while time.monotonic() < until:
+        while time.time() < until:
             turn += 1
-            body = large_request(oversized if turn % 2 else slow)
-            response = send(client, body, tally)
+            bodies = oversized if turn % 2 else slow
+            response = send(client, bodies[turn // 2 % len(bodies)], tally)
             if response is not None and response.status_code == 200:
                 leaves = len(response.json()["leaves"])
                 leaf_bytes.append(len(response.content) / leaves)
             if response is not None and response.status_code == 429:  # a careless client retries at once
                 time.sleep(0.05)
+
+
+def bad_jobs(base: str, key: str, until: float, tally: Tally, slow: int) -> None:
+    """Keep one asynchronous job of `slow` requirements on the workers until `until` (each polled to its end)."""
+    with httpx.Client(base_url=base, headers={"X-API-Key": key}, timeout=600) as client:
+        while time.time() < until:
+            try:
+                accepted = client.post("/v1/grade?mode=async", json=large_request(slow))
+            except httpx.HTTPError as exc:
+                tally.add(f"error {type(exc).__name__}", None)
+                continue
+            tally.add(f"job {accepted.status_code}", None)
+            if accepted.status_code != 202:
+                time.sleep(1)
+                continue
+            job_id = accepted.json()["job_id"]
+            state = "queued"
+            while state in ("queued", "running") and time.time() < until:
+                time.sleep(1)
+                state = client.get(f"/v1/jobs/{job_id}").json()["state"]
+            tally.add(f"job {state}", None)  # queued or running: not finished when the phase ended
+            tally.lost += state not in ("succeeded", "queued", "running")
+
+
+def load() -> str:
+    return "/".join(f"{value:.1f}" for value in os.getloadavg())
 
 
 def add_key(database_url: str, tenant: str) -> str:
@@ -128,27 +171,80 @@ def add_key(database_url: str, tenant: str) -> str:
     return asyncio.run(create())
 
 
-def run_phase(base: str, keys: dict[str, str], seconds: float, bad: tuple[str, int, int, int] | None
-              ) -> tuple[dict[str, Tally], Tally, list[float]]:
-    until = time.monotonic() + seconds
+def bad_neighbour(base: str, key: str, threads_n: int, oversized: int, slow: int, jobs: bool,
+                  inbox: Any, outbox: Any) -> None:
+    """The bad key, in a process of its own (its JSON and its threads would otherwise hold the GIL of the threads
+    that time the normal keys): builds its bodies, says it is ready, runs until the time it is sent, and sends
+    back its answers by status, 429s with Retry-After, lost requests and answer bytes per leaf."""
+    bodies_oversized = [json.dumps(large_request(oversized)).encode() for _ in range(8)]
+    bodies_slow = [json.dumps(large_request(slow)).encode() for _ in range(48)]  # distinct: no grade-cache hits
+    outbox.put("ready")
+    until = inbox.get()
+    tally, leaf_bytes = Tally(), list[float]()
+    threads = [threading.Thread(target=bad_key, args=(base, key, until, tally, bodies_oversized, bodies_slow,
+                                                      leaf_bytes), daemon=True) for _ in range(threads_n)]
+    if jobs:
+        threads.append(threading.Thread(target=bad_jobs, args=(base, key, until, tally, slow), daemon=True))
+    for thread in threads:
+        thread.start()
+    # Its slow grades run at the lowest priority: on a loaded machine one may still wait for its turn minutes
+    # after the phase. It is not waited for (the service stops under it); it is counted as unanswered.
+    grace = until + 30
+    for thread in threads:
+        thread.join(timeout=max(0.0, grace - time.time()))
+    with tally.lock:
+        statuses = Counter(tally.statuses)
+        statuses["unanswered at the end"] = sum(thread.is_alive() for thread in threads)
+        outbox.put((dict(statuses), tally.retry_after, tally.lost, list(leaf_bytes)))
+
+
+def run_phase(base: str, keys: dict[str, str], seconds: float, bad: tuple[str, int, int, int] | None,
+              jobs: bool = False) -> tuple[dict[str, Tally], Tally, list[float]]:
+    bad_process = None
+    if bad is not None:
+        context = multiprocessing.get_context("spawn")
+        inbox, outbox = context.Queue(), context.Queue()
+        bad_process = context.Process(target=bad_neighbour, args=(base, *bad, jobs, inbox, outbox), daemon=True)
+        bad_process.start()
+        outbox.get(timeout=300)
+    print(f"  phase {'beside the bad key' if bad else 'alone'}: load average before {load()}", end="")
+    until = time.time() + seconds
+    if bad_process is not None:
+        inbox.put(until)
     tallies = {tenant: Tally() for tenant in keys}
-    bad_tally, leaf_bytes = Tally(), list[float]()
     threads = [threading.Thread(target=normal_key, args=(base, key, until, tallies[tenant]))
                for tenant, key in keys.items()]
-    if bad is not None:
-        key, threads_n, oversized, slow = bad
-        threads += [threading.Thread(target=bad_key, args=(base, key, until, bad_tally, oversized, slow,
-                                                           leaf_bytes)) for _ in range(threads_n)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    bad_tally, leaf_bytes = Tally(), list[float]()
+    if bad_process is not None:
+        statuses, bad_tally.retry_after, bad_tally.lost, leaf_bytes = outbox.get(timeout=seconds + 300)
+        bad_tally.statuses = Counter(statuses)
+        bad_process.join(timeout=10)
+        if bad_process.is_alive():
+            bad_process.kill()
+    print(f", after {load()}")
     return tallies, bad_tally, leaf_bytes
 
 
-def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path) -> bool:
-    env = offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true")
+def start_worker(env: dict[str, str], logs: Path, n: int) -> ChildProcess:
+    command = [*expjudge_command(), "worker", "--node", f"bad-neighbour-{n}@{uuid.uuid4().hex[:6]}",
+               "--concurrency", "1"]
+    worker = ChildProcess(command, env, logs / f"worker-{n}.log")
+    wait_until(lambda: "ready." in worker.output() or not worker.alive(), 180, "a Celery worker")
+    if not worker.alive():
+        raise RuntimeError(f"the Celery worker exited:\n{worker.output()}")
+    return worker
+
+
+def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path, broker: str | None = None) -> bool:
+    env = offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true",
+                      **({"EXPJUDGE_BROKER_URL": broker} if broker else {}))
     child, base = start_service(logs, env)
+    workers = [start_worker(env, logs, n) for n in range(args.workers)] if broker else []
+    print(f"\n== {name}: service {'with ' + str(len(workers)) + ' Celery worker(s)' if broker else 'alone'}")
     try:
         keys = {f"normal-{n}": add_key(url, f"normal-{n}") for n in range(args.keys)}
         bad = add_key(url, "bad-neighbour")
@@ -157,12 +253,15 @@ def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path) -> bo
         oversized = Settings().max_sync_leaves  # requirements over the bound: every leaf template adds more
         alone, _, _ = run_phase(base, keys, args.seconds, None)
         beside, bad_tally, leaf_bytes = run_phase(base, keys, args.seconds,
-                                                  (bad, args.bad_threads, oversized, args.bad_leaves))
+                                                  (bad, args.bad_threads, oversized, args.bad_leaves),
+                                                  jobs=bool(workers))
     finally:
+        for worker in workers:
+            worker.stop()
         child.stop()
-    print(f"\n== {name}: {args.keys} normal keys, {args.seconds:.0f} s alone then {args.seconds:.0f} s beside the "
+    print(f"== {name}: {args.keys} normal keys, {args.seconds:.0f} s alone then {args.seconds:.0f} s beside the "
           f"bad key ({args.bad_threads} threads: {oversized:,}+ requirements and {args.bad_leaves:,}-requirement "
-          "grades in turn)")
+          f"grades in turn{'; one job of as many on the workers' if workers else ''})")
     print(f"{'key':<12}{'n alone':>8}{'p50':>8}{'p95':>8}{'p99':>8} | {'n beside':>8}{'p50':>8}{'p95':>8}"
           f"{'p99':>8}{'p99 x':>7}")
     ok = True
@@ -195,17 +294,24 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=40.0, help="length of each phase")
     parser.add_argument("--bad-leaves", type=int, default=800, help="requirements of the bad key's slow grades")
     parser.add_argument("--bad-threads", type=int, default=12, help="the bad key's requests at once")
-    parser.add_argument("--stores", default="sqlite,postgres")
+    parser.add_argument("--stores", default="sqlite,postgres,celery",
+                        help="sqlite, postgres, celery (PostgreSQL with a Redis broker and Celery workers)")
+    parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (store celery)")
+    parser.add_argument("--logs", help="keep the service's and workers' logs in this folder")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # figures show as each store ends
     print("reproduce: PYTHONPATH=$PWD python " + " ".join(sys.argv))
+    print(f"cores: {os.cpu_count()}, load average (1/5/15 min) at start: {load()}")
     met = True
-    with tempfile.TemporaryDirectory(prefix="bad-neighbour-") as tmp, ExitStack() as stack:
-        logs = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="bad-neighbour-") as tmp:
+        logs = Path(args.logs or tmp)
+        logs.mkdir(parents=True, exist_ok=True)
         for name in args.stores.split(","):
-            url = (stack.enter_context(scratch_database()) if name == "postgres"
-                   else f"sqlite+aiosqlite:///{logs / 'expjudge.db'}")
-            met &= bench_store(name, url, args, logs)
+            with ExitStack() as stack:
+                url = (f"sqlite+aiosqlite:///{logs / 'expjudge.db'}" if name == "sqlite"
+                       else stack.enter_context(scratch_database()))
+                broker = stack.enter_context(scratch_redis("expjudge-bad-neighbour")) if name == "celery" else None
+                met &= bench_store(name, url, args, logs, broker)
     return 0 if met else 1
 
 
