@@ -51,7 +51,8 @@ from judge.reference.sources import parse_citations, resolve_path
 from judge.reference.spans import ReferenceIndex
 from judge.submission.code_languages import profile_for
 from judge.submission.code_units import CodeUnit
-from judge.submission.distinguishing import Distinguishing, EvidenceTerms, evidence_terms, requirement_terms
+from judge.submission.distinguishing import EvidenceTerms, evidence_terms, requirement_terms
+from judge.submission.sibling_index import SiblingIndex
 
 # Weights of the match score that ranks the submission's units against a reference span (core lines
 # first: they are what the requirement cites; then its calls and values; the context last).
@@ -364,7 +365,7 @@ def task_and_value_features(features: Sequence[dict[str, float]], values: Sequen
 
 
 def abstract_features(embedder: Embedder, acts: SubmissionActs, queries: Sequence[str], query_vectors: np.ndarray,
-                      own_lines: set[int], siblings: Sequence[Distinguishing], considered: Sequence[Sequence[int]]
+                      own_lines: set[int], siblings: SiblingIndex, considered: Sequence[Sequence[int]]
                       ) -> list[dict[str, float]]:
     """Per leaf, what its best acting unit says without its own names (`decoys.abstract_text`): a renamer or a
     comment stripper leaves these as they were, and naming foreign code after the requirements adds nothing.
@@ -375,7 +376,7 @@ def abstract_features(embedder: Embedder, acts: SubmissionActs, queries: Sequenc
         queries: The requirements' texts.
         query_vectors: Their embeddings (rows, unit-normalised).
         own_lines: The submission's `decoys.submission_line_hashes` (its own code is no decoy).
-        siblings: Per leaf, its siblings (`distinguishing_terms`): leaves with its very terms are not rivals.
+        siblings: The leaves' siblings (`SiblingIndex`): leaves with its very terms are not rivals.
         considered: Per leaf, the acting units it considers (retrieval order).
 
     Returns:
@@ -399,8 +400,10 @@ def abstract_features(embedder: Embedder, acts: SubmissionActs, queries: Sequenc
         sims = [float(vectors[u] @ query_vectors[row]) for u in units]
         best = int(np.argmax(sims))
         pick = units[best]
-        rivals = [r for r in range(len(queries)) if r != row and r not in siblings[row].identical_to]
-        other = max((float(vectors[pick] @ query_vectors[r]) for r in rivals), default=None)
+        # One matrix-vector product per leaf, not a Python loop over the other leaves (issue 42).
+        with_pick = np.asarray(query_vectors @ vectors[pick], dtype=np.float64)
+        with_pick[[row, *siblings.identical_to(row)]] = -np.inf
+        other = float(with_pick.max()) if np.isfinite(with_pick).any() else None
         terms = requirement_terms(queries[row])
         held = evidence_terms([texts[pick]])
         out.append({
