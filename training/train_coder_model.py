@@ -60,6 +60,8 @@ from judge.submission.view import requirement_text  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "rubrics" / "expbench-v2.yaml"
 TARGET = ROOT / "rubrics" / "expbench-v2-coder.yaml"
+# Written into the model's trained_on, so the shipped rubric names what rebuilds it.
+REBUILD_COMMAND = ".venv/bin/python training/train_coder_model.py"
 OUT = ROOT / "out" / "coder_model"
 _ARGS_LINE = re.compile(r'^(\s*)args: (\{"pass_threshold": [^\n]*"text_model": [^\n]*\})$', re.M)
 
@@ -139,7 +141,8 @@ def carry_over(target: Path) -> None:
         model[key] = [model[key][i] for i in keep]
     model["coef"] = [[row[i] for i in keep] for row in model["coef"]]
     if dropped or "carried_over" not in model["trained_on"]:
-        model["trained_on"] = {**model["trained_on"], "carried_over": f"{', '.join(dropped) or 'nothing'} removed "
+        model["trained_on"] = {**model["trained_on"], "command": REBUILD_COMMAND + " --carry-over",
+                               "carried_over": f"{', '.join(dropped) or 'nothing'} removed "
                                "at the training mean; not retrained (issue 36: no decision reads where code sits)"}
     write_rubric(model, target)
     print(f"written: {target} (removed: {', '.join(dropped) or 'nothing'})")
@@ -201,7 +204,7 @@ def main() -> None:
         fitted[name] = trained.model
     model = fitted["text + coder"]
     info = {**model.trained_on, "tasks": [c.task.task_id for c in chosen], "leaves_per_task": args.leaves_per_task,
-            "code_reader": reader.name}
+            "code_reader": reader.name, "command": REBUILD_COMMAND + " " + " ".join(sys.argv[1:])}
     model = model.model_copy(update={"trained_on": info})
     if not args.dry_run:
         write_rubric(model.model_dump(mode="json"), args.out)

@@ -93,7 +93,7 @@ def test_no_shipped_decision_reads_what_the_whole_submission_says(rubric: str) -
                 if model:
                     found += 1
                     assert not set(TASK_FEATURES) & set(model["feature_names"]), (rubric, key)
-                    assert model["trained_on"].get("command", "").startswith(".venv/bin/python bench/") or \
+                    assert model["trained_on"].get("command", "").startswith(".venv/bin/python training/") or \
                         key == "coder_text_model", (rubric, key)
     assert found
 
