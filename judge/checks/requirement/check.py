@@ -43,6 +43,7 @@ from judge.checks.requirement.features import (
     term_cover,
     text_features,
 )
+from judge.checks.requirement.hollow_gate import gate_reason, hollow_names, leaf_hollow, reference_paths
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
@@ -62,6 +63,7 @@ from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.reference.spans import reference_index_for
 from judge.submission.code_units import CodeUnit, executable_text, prose_text
 from judge.submission.distinguishing import check_distinguishing, distinguishing_terms, missing_names
+from judge.submission.hollow_units import HollowUnits
 from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist
 from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text
 
@@ -188,8 +190,11 @@ class RequirementInDiff(Check):
             return hunk_evidence(embedder, leaves, view, [self.args(leaf).top_k for leaf in leaves])
         units = view.code_units
         acts = SubmissionActs.of(view)
-        acting = [n for n in range(len(units)) if acts.acts(n)]
+        # Hollow units (placeholders, and what only calls them) are never candidates (hollow_gate).
+        hollow = HollowUnits.of(view, reference_paths(task))
+        acting = [n for n in range(len(units)) if acts.acts(n) and not hollow.hollow(n)]
         acting_set = set(acting)
+        whole = hollow.nothing_real([*acting, *hollow.reasons])
         queries = [requirement_text(leaf.target) for leaf in leaves]
         index, shortlist = _shortlist(view, queries)
         embedded = shortlist.units_to_embed()
@@ -245,9 +250,13 @@ class RequirementInDiff(Check):
                         for n in [*chosen, *prose]]
             values = value_checks(leaf.target, [units[n] for n in chosen[: 2 if match is not None else 1]], reads,
                                   match.spans if match is not None else [])
+            hollow_reasons, only_hollow = leaf_hollow(order, acting_set, hollow, _CONSIDERED)
+            if whole:
+                hollow_reasons = list(hollow.reasons.values())
             evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts=RequirementFacts(
                 named_files_touched=[p for p in named if any(path_matches(p, t) for t in touched)],
-                features=features, reference_mode=match is not None, values=values))
+                features=features, reference_mode=match is not None, values=values, hollow=hollow_reasons,
+                fails_before_judge=gate_reason(hollow_reasons, whole=whole) if whole or only_hollow else ""))
             if match is not None and match.spans:
                 evidence.reference, evidence.reference_spans = match.spans[0], match.spans
             result.append(evidence)
@@ -309,6 +318,11 @@ class RequirementInDiff(Check):
         acting = [s for s in evidence.snippets if UnitMeta.of(s.meta).code]
         flags: list[str] = []
         facts = RequirementFacts.of(evidence.facts)
+        if facts.fails_before_judge:  # the grader decides these before any judge; a direct call agrees
+            verdict, score = level(leaf, 2)
+            return embedded_result(leaf, verdict, score=score, rationale=facts.fails_before_judge, confidence=1.0,
+                                   flags=["hollow_code"],
+                                   error_labels=[leaf.error_category] if leaf.error_category else [])
         if not acting:
             index, confidence = 2, 1.0
             rationale = nothing_acts(bool(evidence.snippets))
@@ -355,6 +369,8 @@ class RequirementInDiff(Check):
             if model is args.coder_text_model and "coder_logit" in features and not floor:
                 rationale += (f" The coder model read it and answered that it implements the requirement with "
                               f"P(yes)={1 / (1 + np.exp(-features['coder_logit'])):.2f}.")
+        if facts.hollow:
+            rationale += f" Not counted, as it does nothing: {hollow_names(facts.hollow)}."
         verdict, score = level(leaf, index)
         quotes = [quote(s, context) for s in cited[: args.top_k]] if index < 2 else []
         return embedded_result(leaf, verdict, score=score, rationale=rationale, flags=flags,
