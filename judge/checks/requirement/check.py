@@ -47,12 +47,14 @@ from judge.checks.requirement.hollow_gate import gate_reason, hollow_names, leaf
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
+    Sibling,
     as_sentence,
     far_below,
     nothing_acts,
     nothing_matches,
     pass_bar,
     requirement_rationale,
+    sibling_decided,
     values_verdict,
 )
 from judge.checks.requirement.stated_values import read_lines, value_checks
@@ -225,9 +227,12 @@ class RequirementInDiff(Check):
             others = [r for r in range(len(leaves)) if r != row and r not in siblings[row].identical_to]
             best_other = float(max((sims[r, col] for r in others), default=-1.0)) if col is not None else -1.0
             score = retrieval.units[text_pick[0]] if text_pick else None
-            pick_siblings = bool(text_pick and check_distinguishing(
+            pointing = check_distinguishing(
                 executable_text(units[text_pick[1]]) + "\n" + units[text_pick[1]].file_path,
-                siblings[row]).points_to_siblings)
+                siblings[row]).points_to_siblings if text_pick else ()
+            pick_siblings = bool(pointing)
+            sibling_row = pointing[0] if pointing else \
+                max(others, key=lambda r: float(sims[r, col])) if col is not None and others else None
             features = text_features(
                 units, text_pick[1] if text_pick else None, text_pick[0] if text_pick else 0, similarity,
                 score.lexical if score else 0.0, score.score if score else 0.0,
@@ -256,6 +261,9 @@ class RequirementInDiff(Check):
             evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts=RequirementFacts(
                 named_files_touched=[p for p in named if any(path_matches(p, t) for t in touched)],
                 features=features, reference_mode=match is not None, values=values, hollow=hollow_reasons,
+                sibling=requirement_text(leaves[sibling_row].target)[:90] if sibling_row is not None else "",
+                sibling_similarity=float(sims[sibling_row, col]) if sibling_row is not None and col is not None
+                else 0.0,
                 fails_before_judge=gate_reason(hollow_reasons, whole=whole) if whole or only_hollow else ""))
             if match is not None and match.spans:
                 evidence.reference, evidence.reference_spans = match.spans[0], match.spans
@@ -349,9 +357,11 @@ class RequirementInDiff(Check):
                                        self._floor_confidence(features, with_reference, args)), 4)
                 rationale = nothing_matches(floor)
             elif index == 2 and p_pass < _FAR_BELOW * bar:
-                # Far below the bar: the closest unit is no near miss, so it is not named as if it were evidence.
+                # Far below the bar: the closest unit is no near miss, so it is not cited as if it were evidence.
                 cited = []
-                rationale = nothing_matches(far_below(features, with_reference, p_pass, bar, decision is not None))
+                rationale = far_below(features, with_reference, p_pass, bar, decision is not None, acting[0],
+                                      self._sibling(facts, model if decision is not None else None, features,
+                                                    with_reference, p_pass, bar, args))
             else:
                 graded = any(0 < lv.score < 1 for lv in leaf.levels)
                 before = index
@@ -363,8 +373,10 @@ class RequirementInDiff(Check):
                 if not graded and index == 1:
                     index = 2  # a binary leaf has no partial
                 flags += value_flags
-                rationale = requirement_rationale(acting[0], features, with_reference, index, p_pass, bar,
-                                                  decision is not None) + as_sentence(requirement_match_words(evidence))
+                rationale = requirement_rationale(
+                    acting[0], features, with_reference, index, p_pass, bar, decision is not None,
+                    self._sibling(facts, model if decision is not None else None, features, with_reference, p_pass,
+                                  bar, args)) + as_sentence(requirement_match_words(evidence))
                 rationale += value_note
             if model is args.coder_text_model and "coder_logit" in features and not floor:
                 rationale += (f" The coder model read it and answered that it implements the requirement with "
@@ -376,6 +388,17 @@ class RequirementInDiff(Check):
         return embedded_result(leaf, verdict, score=score, rationale=rationale, flags=flags,
                                confidence=confidence, evidence=quotes,
                                error_labels=[leaf.error_category] if index and leaf.error_category else [])
+
+    @staticmethod
+    def _sibling(facts: RequirementFacts, model: LearnedModel | None, features: dict[str, float],
+                 with_reference: bool, p_pass: float, bar: float, args: RequirementArgs) -> Sibling | None:
+        """The other requirement the explain-away rule weighed, and whether it decided (text mode only)."""
+        if with_reference or not facts.sibling:
+            return None
+        capped = bool(features["txt_siblings"]) or features["txt_margin"] < -args.explain_away_margin
+        return Sibling(facts.sibling, facts.sibling_similarity,
+                       sibling_decided(model, features, p_pass, bar, capped and features["txt_similarity"]
+                                       >= args.partial_threshold))
 
     @staticmethod
     def _below_floor(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> str:

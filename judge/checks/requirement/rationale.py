@@ -5,12 +5,17 @@ values found or not. The feature vector itself stays in the leaf's evidence fact
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from judge.checks.learned import LearnedModel
 from judge.checks.requirement.payload import StatedValueCheck
 from judge.checks.verdicts import short_location
 from judge.models.evidence import AlignedSnippet
 
 _LEVEL = {0: "implemented", 1: "partly implemented", 2: "not implemented"}
+_SIBLING_FEATURES = ("txt_siblings", "txt_margin")
 
 
 def nothing_acts(has_candidates: bool) -> str:
@@ -26,16 +31,48 @@ def nothing_matches(why: str) -> str:
     return f"Nothing in the submission does this: {why}."
 
 
-def far_below(features: dict[str, float], with_reference: bool, p_pass: float, bar: float, learned: bool) -> str:
-    """Why the closest code is no near miss: how little of the reference or the requirement it holds."""
-    figure = "estimated probability of implemented" if learned else "score"
-    if with_reference:
-        what = (f"the closest acting code holds {_share(features.get('ref_core_calls', 0))} of the cited lines' "
-                f"calls and {_share(features.get('ref_core_lines', 0))} of their lines")
-    else:
-        what = (f"the closest acting code stands {features.get('txt_decoy_z', 0):.1f} standard deviations above what "
-                f"unrelated code scores for this requirement, too little to count")
-    return f"{what}; {figure} {p_pass:.2f}, far below the {bar:.2f} bar"
+def far_below(features: dict[str, float], with_reference: bool, p_pass: float, bar: float, learned: bool,
+              best: AlignedSnippet | None = None, sibling: Sibling | None = None) -> str:
+    """A fail far below the bar while some code acts: what was compared and the deciding figure, in the words a
+    pass uses (never "nothing does this": something acts), and that the closest code is not cited."""
+    if best is None:
+        figure = "estimated probability of implemented" if learned else "score"
+        return f"Decision: not implemented ({figure} {p_pass:.2f}, {abs(p_pass - bar):.2f} below the {bar:.2f} bar)."
+    return (requirement_rationale(best, features, with_reference, 2, p_pass, bar, learned, sibling=sibling)
+            + " The closest code is not cited: it is no near miss.")
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """The other requirement the explain-away rule weighed, and its figure.
+
+    Attributes:
+        text: The other requirement (its first words).
+        similarity: The compared code's similarity to it.
+        decided: Whether it decided the leaf (without it, the leaf would have passed).
+    """
+
+    text: str
+    similarity: float
+    decided: bool
+
+
+def sibling_decided(model: LearnedModel | None, features: dict[str, float], p_pass: float, bar: float,
+                    rules_capped: bool) -> bool:
+    """Whether the sibling features decided a leaf that did not pass: with a two-class learned model, the pass
+    probability with their contribution taken out reaches the bar; under the rules, the cap they set lowered it."""
+    if p_pass >= bar:
+        return False
+    if model is None:
+        return rules_capped
+    names = [n for n in _SIBLING_FEATURES if n in model.feature_names]
+    if len(model.classes) != 2 or "pass" not in model.classes or not names:
+        return False
+    x = model.matrix([features])
+    parts = model.contributions(x, 0)
+    score = model.decision_function(x)[0, 0] - sum(parts[model.feature_names.index(n)] for n in names)
+    proba = model.calibrate(np.array([[score]]))[0]
+    return float(proba[model.classes.index("pass")]) >= bar
 
 
 def _share(value: float) -> str:
@@ -43,7 +80,7 @@ def _share(value: float) -> str:
 
 
 def requirement_rationale(best: AlignedSnippet, features: dict[str, float], with_reference: bool, index: int,
-                          p_pass: float, bar: float, learned: bool) -> str:
+                          p_pass: float, bar: float, learned: bool, sibling: Sibling | None = None) -> str:
     """What was compared, what it holds, and the decision with its margin.
 
     Args:
@@ -54,6 +91,7 @@ def requirement_rationale(best: AlignedSnippet, features: dict[str, float], with
         p_pass: The deciding figure (the model's probability of "implemented", or the rules' score).
         bar: What the figure was held against.
         learned: Whether `p_pass` is a probability of a learned model.
+        sibling: The other requirement the code matches, named with its figure where it decided the leaf.
     """
     where = short_location(best.location)
     if with_reference:
@@ -74,12 +112,13 @@ def requirement_rationale(best: AlignedSnippet, features: dict[str, float], with
         if missing:
             compared += (f" {missing} name{'s' if missing > 1 else ''} the requirement uses "
                          f"{'appear' if missing > 1 else 'appears'} nowhere in the code.")
-        if features.get("txt_siblings"):
-            compared += " That code points rather at a sibling requirement."
     figure = "estimated probability of implemented" if learned else "score"
     side = "above" if p_pass >= bar else "below"
     decision = (f" Decision: {_LEVEL[index]} ({figure} {p_pass:.2f}, {abs(p_pass - bar):.2f} {side} the "
                 f"{bar:.2f} bar).")
+    if sibling is not None and sibling.decided and index > 0:
+        decision += (f" What decided it: that code matches another requirement, \"{sibling.text}\", as well or "
+                     f"better (similarity {sibling.similarity:.2f} against {features.get('txt_similarity', 0):.2f}).")
     return compared + decision
 
 
