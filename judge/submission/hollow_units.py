@@ -87,19 +87,21 @@ class HollowUnits:
     statuses: dict[int, Status] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, view: SubmissionView, reference_paths: Iterable[str] = ()) -> HollowUnits:
-        """The view's analysis for a task whose reference holds `reference_paths`, computed once."""
+    def of(cls, view: SubmissionView, reference_paths: Iterable[str] = (), *,
+           unseen_files: bool = False) -> HollowUnits:
+        """The view's analysis for a task whose reference holds `reference_paths` (and, `unseen_files`, whose
+        workspace held files neither the submission nor the reference shows), computed once."""
         paths = frozenset(reference_paths)
-        key = (_MEMO, paths)
+        key = (_MEMO, paths, unseen_files)
         cached = view.memo.get(key)
         if cached is None:
-            cached = view.memo[key] = cls.build(view.code_units, view.diff, paths)
+            cached = view.memo[key] = cls.build(view.code_units, view.diff, paths, unseen_files=unseen_files)
         assert isinstance(cached, HollowUnits)
         return cached
 
     @classmethod
     def build(cls, units: Sequence[CodeUnit], diff: ParsedDiff, reference_paths: Iterable[str] = (),
-              reads: frozenset[str] | None = None) -> HollowUnits:
+              reads: frozenset[str] | None = None, *, unseen_files: bool = False) -> HollowUnits:
         """Analyse `units` of `diff` (see the module docstring).
 
         Args:
@@ -107,6 +109,9 @@ class HollowUnits:
             diff: The diff they were cut from (its files are read whole where it shows them whole).
             reference_paths: Files the task's reference holds (a program found there is not missing).
             reads: Names the submission's code reads (a constant nothing reads does nothing), None: unknown.
+            unseen_files: The agent's workspace held files no one shows us (a repository around the
+                submission): a program neither the submission nor the reference holds may be one of them, so
+                running it is unknown (plumbing), not hollow.
         """
         files: dict[str, tuple[str, bool]] = {}
         for image in post_images(diff):
@@ -115,7 +120,7 @@ class HollowUnits:
                 continue
             text = "\n".join(image.lines.get(number, "") for number in range(1, last + 1))
             files[image.path] = (text, len(image.lines) == last)
-        graph = _CallGraph(files, frozenset(reference_paths), reads)
+        graph = _CallGraph(files, frozenset(reference_paths), reads, unseen_files)
         graph.solve()
         found = cls()
         for n, unit in enumerate(units):
@@ -141,9 +146,10 @@ class _CallGraph:
     """Definitions of every Python file, statuses solved to a fixpoint, programs and shell lines resolved."""
 
     def __init__(self, files: dict[str, tuple[str, bool]], reference_paths: frozenset[str],
-                 reads: frozenset[str] | None) -> None:
+                 reads: frozenset[str] | None, unseen_files: bool = False) -> None:
         self.files = files
         self.reference_paths = reference_paths
+        self.unseen_files = unseen_files
         python = {path: text for path, (text, _) in files.items() if path.endswith(".py")}
         functions: set[str] = set()
         classes: set[str] = set()
@@ -237,9 +243,10 @@ class _CallGraph:
         found = _resolve(path, list(self.files))
         if found is None and module:
             verdict = Verdict("real")  # a module the submission does not hold is a library's
+        elif found is None and _resolve(path, list(self.reference_paths)) is not None:
+            verdict = Verdict("real")
         elif found is None:
-            verdict = Verdict("real") if _resolve(path, list(self.reference_paths)) is not None else \
-                Verdict("hollow", f"runs `{path}`{_MISSING}")
+            verdict = Verdict("plumbing") if self.unseen_files else Verdict("hollow", f"runs `{path}`{_MISSING}")
         elif not self.files[found][1]:
             verdict = Verdict("real")  # a file the diff shows in part: what else it runs is unknown
         elif found.endswith(".py"):

@@ -43,7 +43,13 @@ from judge.checks.requirement.features import (
     term_cover,
     text_features,
 )
-from judge.checks.requirement.hollow_gate import gate_reason, hollow_names, leaf_hollow, reference_paths
+from judge.checks.requirement.hollow_gate import (
+    gate_reason,
+    hollow_names,
+    leaf_hollow,
+    reference_paths,
+    unseen_files,
+)
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
@@ -193,7 +199,7 @@ class RequirementInDiff(Check):
         units = view.code_units
         acts = SubmissionActs.of(view)
         # Hollow units (placeholders, and what only calls them) are never candidates (hollow_gate).
-        hollow = HollowUnits.of(view, reference_paths(task))
+        hollow = HollowUnits.of(view, reference_paths(task), unseen_files=unseen_files(task))
         acting = [n for n in range(len(units)) if acts.acts(n) and not hollow.hollow(n)]
         acting_set = set(acting)
         whole = hollow.nothing_real([*acting, *hollow.reasons])

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from judge.errors import MalformedDiffError
 from judge.models import Task
+from judge.reference.repository import named_reference_paths
 from judge.reference.sources import reference_sources
 from judge.submission.hollow_units import HollowUnits
 
@@ -34,6 +35,15 @@ def reference_paths(task: Task) -> frozenset[str]:
         paths = set()
     paths.update(file.path for file in task.reference_files)
     return frozenset(paths)
+
+
+def unseen_files(task: Task) -> bool:
+    """Whether the agent's workspace held files we cannot see: the task has a reference (a repository the
+    submission was written in, shown only in part), or it names repository files the agent had (its unmasked
+    `source` and cited files). A script that runs a program the submission does not hold may then run one of
+    them; otherwise that program is missing."""
+    return bool(task.ground_truth_diff or task.reference_files) or any(
+        not masked for _, masked in named_reference_paths(task))
 
 
 def hollow_sentence(reasons: Sequence[str]) -> str:

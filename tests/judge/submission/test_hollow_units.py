@@ -69,10 +69,10 @@ if __name__ == "__main__":
 '''
 
 
-def _hollow(files: dict[str, str], reference: tuple[str, ...] = ()) -> dict[str, str]:
+def _hollow(files: dict[str, str], reference: tuple[str, ...] = (), *, unseen: bool = False) -> dict[str, str]:
     diff = parse_diff("".join(added_file(path, text) for path, text in files.items()))
     units = units_from_diff(diff)
-    found = HollowUnits.build(units, diff, reference)
+    found = HollowUnits.build(units, diff, reference, unseen_files=unseen)
     return {f"{u.file_path}:{u.name or u.start_line}": found.reasons[n] for n, u in enumerate(units)
             if found.hollow(n)}
 
@@ -111,6 +111,8 @@ def test_missing_program_is_hollow_unless_the_reference_holds_it() -> None:
     assert list(hollow.values()) == ["`run.sh` lines 1-4 only runs `$SCRIPTS/prep_sims.py`, which the submission "
                                      "does not hold"]
     assert _hollow({"run.sh": script}, reference=("scripts/prep_sims.py",)) == {}
+    # In a workspace that held files we cannot see (a repository around the submission), it may be one of them.
+    assert _hollow({"run.sh": script}, unseen=True) == {}
     # A module run with -m that the submission does not hold is a library's.
     assert _hollow({"run.sh": "#!/bin/bash\npython -m torch.distributed.run --nproc 2\n"}) == {}
 
