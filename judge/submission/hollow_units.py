@@ -85,6 +85,7 @@ class HollowUnits:
 
     reasons: dict[int, str] = field(default_factory=dict)
     statuses: dict[int, Status] = field(default_factory=dict)
+    calls: dict[int, frozenset[int]] = field(default_factory=dict)  # unit -> the hollow units it calls
 
     @classmethod
     def of(cls, view: SubmissionView, reference_paths: Iterable[str] = (), *,
@@ -128,6 +129,15 @@ class HollowUnits:
             found.statuses[n] = status
             if status == "hollow":
                 found.reasons[n] = reason
+        by_name: dict[tuple[str, str], list[int]] = {}
+        for n, unit in enumerate(units):
+            if n in found.reasons and unit.kind == "function" and unit.name:
+                by_name.setdefault((unit.file_path, unit.name.rsplit(".", 1)[-1]), []).append(n)
+        for n, unit in enumerate(units):
+            names = graph.hollow_callees(unit)
+            called = {m for name, file in names for m in by_name.get((file, name), [])} - {n}
+            if called:
+                found.calls[n] = frozenset(called)
         return found
 
     def hollow(self, n: int) -> bool:
@@ -360,6 +370,19 @@ class _CallGraph:
             parts.append(f"lines {unit.start_line}-{unit.end_line} only call "
                          f"{self._calls_words(list(dict.fromkeys(loose_hollow)), unit.file_path)}")
         return "hollow", "; ".join(parts)
+
+    def hollow_callees(self, unit: CodeUnit) -> set[tuple[str, str]]:
+        """(name, file of its definition) of the hollow functions the unit's own lines call."""
+        lines = set(unit.line_numbers)
+        found: set[tuple[str, str]] = set()
+        for entry in self.by_file.get(unit.file_path, []):
+            for event in entry.definition.events:
+                if event.kind == "call" and event.line in lines and \
+                        self.name_status(event.what, entry.file) == "hollow":
+                    for callee in self.by_name.get(event.what, []):
+                        if callee.status == "hollow":
+                            found.add((event.what, callee.file))
+        return found
 
     def _def_reason(self, entry: _Def) -> str:
         definition = entry.definition

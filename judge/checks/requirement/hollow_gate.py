@@ -9,7 +9,9 @@ hollow units among those it considered (`RequirementFacts.hollow`). A leaf fails
 * no unit of the submission does real work while some are hollow (the rest is plumbing: directories made,
   environments activated, arguments parsed): nothing there can be any requirement; or
 * the unit the leaf's retrieval ranks first among those that act or pretend to (acting and hollow units) is
-  hollow: the code written for this requirement is a placeholder, or only calls placeholders. (Also requiring
+  hollow: the code written for this requirement is a placeholder, or only calls placeholders; or it is real
+  but calls a hollow unit the leaf also retrieves among its considered units (it hands this leaf's work to a
+  placeholder: `upsample_trajectories` loading a model, then `load_trajectory`, which is `pass`). (Also requiring
   that no real unit rank among the leaf's top three let 12 of Curie's 16 scaffold leaves pass instead of 7,
   with own code's pass rate the same either way.)
 """
@@ -75,8 +77,16 @@ def leaf_hollow(order: Sequence[int], acting: set[int], hollow: HollowUnits, con
     window = list(order[:considered])
     reasons = [hollow.reasons[n] for n in window if hollow.hollow(n)]
     first = next((n for n in window if n in acting or hollow.hollow(n)), None)
-    only_hollow = first is not None and hollow.hollow(first)
-    return reasons[:_SHOWN], only_hollow
+    if first is None:
+        return reasons[:_SHOWN], False
+    if hollow.hollow(first):
+        return reasons[:_SHOWN], True
+    # The best real candidate hands this leaf's work to a placeholder the leaf also retrieves.
+    delegated = [n for n in window if n in hollow.calls.get(first, frozenset())]
+    if delegated:
+        reasons = [hollow.reasons[n] for n in delegated] + [r for r in reasons if r not in
+                                                             {hollow.reasons[n] for n in delegated}]
+    return reasons[:_SHOWN], bool(delegated)
 
 
 def gate_reason(reasons: Sequence[str], *, whole: bool) -> str:
@@ -84,4 +94,5 @@ def gate_reason(reasons: Sequence[str], *, whole: bool) -> str:
     if whole:
         return ("Nothing in the submission does real work: its code only calls placeholders or programs it "
                 f"does not hold, or sets things up; {hollow_sentence(reasons)}.")
-    return f"The code written for this requirement does nothing: {hollow_sentence(reasons)}."
+    return ("The code written for this requirement does nothing, or hands the work to code that does nothing: "
+            f"{hollow_sentence(reasons)}.")

@@ -143,3 +143,22 @@ def test_a_name_defined_in_the_callers_file_shadows_another_files() -> None:
     other = "import torch\n\n\ndef main():\n    torch.save({}, 'x.pt')\n"
     hollow = _hollow({"analysis.py": SCAFFOLD, "other.py": other})
     assert "analysis.py:main" in hollow  # `main()` in analysis.py calls its own main, not other.py's
+
+
+def test_a_real_caller_records_the_placeholders_it_hands_work_to() -> None:
+    from judge.checks.requirement.hollow_gate import leaf_hollow
+
+    script = SCAFFOLD.replace("def plot(", "def upsample(path):\n    import torch\n    model = torch.load(path)\n"
+                                          "    return model(load(path))\n\n\ndef plot(")
+    diff = parse_diff(added_file("analysis.py", script))
+    units = units_from_diff(diff)
+    found = HollowUnits.build(units, diff)
+    index = {u.name: n for n, u in enumerate(units)}
+    upsample, load, plot = index["upsample"], index["load"], index["plot"]
+    assert not found.hollow(upsample) and found.calls[upsample] == frozenset({load})
+    acting = {upsample, plot}
+    # Its best candidate is real but hands the work to a placeholder the leaf retrieves too: it fails.
+    reasons, only_hollow = leaf_hollow([upsample, plot, load], acting, found, 10)
+    assert only_hollow and reasons[0] == "`load` (line 13) is a placeholder"
+    # A real candidate that calls no placeholder the leaf retrieves stands.
+    assert leaf_hollow([plot, upsample, load], acting, found, 10) == (["`load` (line 13) is a placeholder"], False)
