@@ -270,7 +270,8 @@ class RequirementInDiff(Check):
                 sibling=requirement_text(leaves[sibling_row].target)[:90] if sibling_row is not None else "",
                 sibling_similarity=float(sims[sibling_row, col]) if sibling_row is not None and col is not None
                 else 0.0,
-                fails_before_judge=gate_reason(hollow_reasons, whole=whole) if whole or only_hollow else ""))
+                fails_before_judge=gate_reason(hollow_reasons, whole=whole)
+                if whole or (only_hollow and match is None) else ""))
             if match is not None and match.spans:
                 evidence.reference, evidence.reference_spans = match.spans[0], match.spans
             result.append(evidence)

@@ -8,12 +8,16 @@ hollow units among those it considered (`RequirementFacts.hollow`). A leaf fails
 
 * no unit of the submission does real work while some are hollow (the rest is plumbing: directories made,
   environments activated, arguments parsed): nothing there can be any requirement; or
-* the unit the leaf's retrieval ranks first among those that act or pretend to (acting and hollow units) is
-  hollow: the code written for this requirement is a placeholder, or only calls placeholders; or it is real
-  but calls a hollow unit the leaf also retrieves among its considered units (it hands this leaf's work to a
-  placeholder: `upsample_trajectories` loading a model, then `load_trajectory`, which is `pass`). (Also requiring
-  that no real unit rank among the leaf's top three let 12 of Curie's 16 scaffold leaves pass instead of 7,
-  with own code's pass rate the same either way.)
+* without a reference (with one, the leaf's evidence is what matches its reference span, and hollow units
+  are only left out of that ranking), the unit the leaf's retrieval ranks first among those that act or
+  pretend to (acting and hollow units) is hollow: the code written for this requirement is a placeholder, or
+  only calls placeholders; or it is real but calls the hollow unit ranked right behind it (it hands this leaf's
+  work to a placeholder: `upsample_trajectories` loading a model, then `load_trajectory`, which is `pass`).
+
+The per-leaf rule was chosen on the train half of the gt_code papers (bench/hollow_gold.py --papers <train>,
+1 task each): the other, implemented leaves of emptied-helper submissions pass there as on main (0.797 without
+the reference, 0.946 with); counting any placeholder the best candidate calls among its considered units
+dropped them to 0.743 / 0.811, and gating with the reference too to 0.905 with it.
 """
 
 from __future__ import annotations
@@ -82,7 +86,10 @@ def leaf_hollow(order: Sequence[int], acting: set[int], hollow: HollowUnits, con
     if hollow.hollow(first):
         return reasons[:_SHOWN], True
     # The best real candidate hands this leaf's work to a placeholder the leaf also retrieves.
-    delegated = [n for n in window if n in hollow.calls.get(first, frozenset())]
+    # Only the unit ranked right behind it: on the train papers, counting any placeholder it calls among the
+    # considered units failed 5-9% of the other (implemented) leaves of emptied-helper submissions.
+    doing = [n for n in window if n in acting or hollow.hollow(n)]
+    delegated = [n for n in doing[1:2] if n in hollow.calls.get(first, frozenset())]
     if delegated:
         reasons = [hollow.reasons[n] for n in delegated] + [r for r in reasons if r not in
                                                              {hollow.reasons[n] for n in delegated}]

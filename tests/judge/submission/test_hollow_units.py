@@ -157,8 +157,11 @@ def test_a_real_caller_records_the_placeholders_it_hands_work_to() -> None:
     upsample, load, plot = index["upsample"], index["load"], index["plot"]
     assert not found.hollow(upsample) and found.calls[upsample] == frozenset({load})
     acting = {upsample, plot}
-    # Its best candidate is real but hands the work to a placeholder the leaf retrieves too: it fails.
-    reasons, only_hollow = leaf_hollow([upsample, plot, load], acting, found, 10)
+    # Its best candidate is real but hands the work to the placeholder ranked right behind it: it fails.
+    reasons, only_hollow = leaf_hollow([upsample, load, plot], acting, found, 10)
     assert only_hollow and reasons[0] == "`load` (line 13) is a placeholder"
-    # A real candidate that calls no placeholder the leaf retrieves stands.
-    assert leaf_hollow([plot, upsample, load], acting, found, 10) == (["`load` (line 13) is a placeholder"], False)
+    # A placeholder it calls further down, or a best candidate that calls none, leaves the leaf to the judge.
+    assert leaf_hollow([upsample, plot, load], acting, found, 10) == (["`load` (line 13) is a placeholder"], False)
+    assert leaf_hollow([plot, load, upsample], acting, found, 10) == (["`load` (line 13) is a placeholder"], False)
+    # The best-ranked unit that acts or pretends to is a placeholder: it fails.
+    assert leaf_hollow([load, upsample], acting, found, 10)[1]
