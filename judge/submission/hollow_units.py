@@ -23,7 +23,6 @@ fails before any judge, its reason naming them.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -32,6 +31,7 @@ from judge.reference.code_scope import Scope, imports_in
 from judge.submission.code_units import CodeUnit, post_images
 from judge.submission.diff import ParsedDiff
 from judge.submission.hollow_python import Definition, OwnNames, read_definitions
+from judge.submission.shell_commands import MODULE, commands, resolve_program, shell_command
 from judge.submission.view import SubmissionView
 
 Status = Literal["real", "plumbing", "hollow"]
@@ -39,25 +39,7 @@ _RANK: dict[Status, int] = {"hollow": 0, "plumbing": 1, "real": 2}
 _MEMO = "hollow_units"
 _MAX_ROWS = 20_000  # a longer file is not read (treated as real: nothing is claimed about it)
 _DEFINES = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)", re.M)
-_PYTHON = re.compile(r"^python[\d.]*$|^ipython\d?$|^pypy\d?$")
-_LAUNCHERS = frozenset({"torchrun", "deepspeed", "accelerate", "mpirun", "srun", "horovodrun", "nohup", "time",
-                        "exec", "xvfb-run", "stdbuf", "timeout", "nice", "uv", "poetry", "pipenv", "env"})
-_SHELLS = frozenset({"bash", "sh", "zsh", "source", "."})
-# Commands that set up the environment, move files or report: they implement no step of a method.
-_SHELL_PLUMBING = frozenset({
-    "export", "unset", "set", "cd", "pushd", "popd", "mkdir", "rm", "rmdir", "cp", "mv", "ln", "cat", "echo",
-    "printf", "ls", "touch", "chmod", "chown", "tee", "wait", "sleep", "exit", "return", "true", "false", "if",
-    "then", "else", "elif", "fi", "for", "do", "done", "while", "until", "case", "esac", "[", "[[", "test",
-    "date", "which", "pwd", "trap", "shift", "local", "declare", "readonly", "micromamba", "conda", "mamba",
-    "pip", "pip3", "module", "nvidia-smi", "head", "tail", "wc", "sort", "uniq", "basename", "dirname",
-    "realpath", "readlink", "env", "hostname", "whoami", "git", "tar", "unzip", "zip", "gzip", "find", "xargs",
-    "{", "}", "(", ")", ";;", "function", "source", ".", "eval", "alias", "ulimit", "umask", "clear",
-})
-_PROGRAM_SUFFIXES = (".py", ".sh", ".bash")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
-_SEPARATORS = re.compile(r"&&|\|\||;|\|")
 _MISSING = ", which the submission does not hold"
-_MODULE = "module:"  # a program named as `python -m package.module`
 
 
 @dataclass(frozen=True)
@@ -248,12 +230,12 @@ class _CallGraph:
         if cached is not None:
             return cached
         self._programs[path] = Verdict("hollow", "runs itself")  # a cycle of scripts does nothing more
-        module = path.startswith(_MODULE)
-        path = path.removeprefix(_MODULE)
-        found = _resolve(path, list(self.files))
+        module = path.startswith(MODULE)
+        path = path.removeprefix(MODULE)
+        found = resolve_program(path, list(self.files))
         if found is None and module:
             verdict = Verdict("real")  # a module the submission does not hold is a library's
-        elif found is None and _resolve(path, list(self.reference_paths)) is not None:
+        elif found is None and resolve_program(path, list(self.reference_paths)) is not None:
             verdict = Verdict("real")
         elif found is None:
             verdict = Verdict("plumbing") if self.unseen_files else Verdict("hollow", f"runs `{path}`{_MISSING}")
@@ -305,8 +287,8 @@ class _CallGraph:
         work is running hollow or missing programs; plumbing otherwise."""
         real = False
         hollow: list[str] = []
-        for command in _commands(lines):
-            kind, target = _shell_command(command)
+        for command in commands(lines):
+            kind, target = shell_command(command)
             if kind == "real":
                 real = True
             elif kind == "program":
@@ -401,81 +383,3 @@ def _listed(items: list[str], limit: int = 3) -> str:
 
 def _short(path: str) -> str:
     return "/".join(path.split("/")[-2:])
-
-
-def _commands(lines: Sequence[str]) -> list[list[str]]:
-    """The commands of shell lines (continuations joined, split at `&&`, `||`, `;`, `|`), as words."""
-    joined: list[str] = []
-    pending = ""
-    for line in lines:
-        stripped = line.strip()
-        if stripped.endswith("\\"):
-            pending += stripped[:-1] + " "
-            continue
-        joined.append(pending + stripped)
-        pending = ""
-    if pending:
-        joined.append(pending)
-    out = []
-    for line in joined:
-        for part in _SEPARATORS.split(line.split(" #", 1)[0]):
-            try:
-                words = shlex.split(part, comments=True)
-            except ValueError:
-                words = part.split()
-            if words:
-                out.append(words)
-    return out
-
-
-def _shell_command(words: list[str]) -> tuple[Literal["real", "program", "plumbing"], str]:
-    """("program", path) for a command that runs a script, ("plumbing", "") for set-up, moves and reports,
-    ("real", "") for any other tool."""
-    words = [w for w in words if not w.startswith(">") and not w.startswith("2>") and w != "&"]
-    while words and (_ASSIGNMENT.match(words[0]) or _base(words[0]) in _LAUNCHERS or words[0] == "launch"):
-        words = words[1:]
-    if not words:
-        return "plumbing", ""
-    head = _base(words[0])
-    if _PYTHON.match(head):
-        rest = words[1:]
-        while rest and rest[0].startswith("-") and rest[0] not in {"-m", "-c"}:
-            rest = rest[2:] if rest[0] in {"-W", "-X"} else rest[1:]
-        if not rest or rest[0] == "-c":
-            return "real", ""
-        if rest[0] == "-m":
-            return ("program", _MODULE + rest[1].replace(".", "/") + ".py") if len(rest) > 1 else ("real", "")
-        return ("program", rest[0]) if rest[0].endswith(".py") else ("real", "")
-    if head in _SHELLS:
-        target = next((w for w in words[1:] if not w.startswith("-")), "")
-        if head in {"source", "."} and not target.endswith(_PROGRAM_SUFFIXES):
-            return "plumbing", ""
-        return ("program", target) if target else ("plumbing", "")
-    if words[0].endswith(_PROGRAM_SUFFIXES):
-        return "program", words[0]
-    if head in _SHELL_PLUMBING or head.startswith("$") or "=" in words[0]:
-        return "plumbing", ""
-    return "real", ""
-
-
-def _base(word: str) -> str:
-    return word.rsplit("/", 1)[-1]
-
-
-def _resolve(program: str, paths: list[str]) -> str | None:
-    """The file of `paths` a command's program path names: the longest matching tail of its components
-    (a component holding a variable ends what can be matched), None when none matches."""
-    parts = [p for p in program.split("/") if p and p != "."]
-    cut = max((i for i, p in enumerate(parts) if "$" in p or "{" in p), default=-1)
-    parts = parts[cut + 1:]
-    if not parts:
-        return None
-    best: tuple[int, str] | None = None
-    for path in paths:
-        have = path.strip("/").split("/")
-        n = 0
-        while n < min(len(have), len(parts)) and have[-1 - n] == parts[-1 - n]:
-            n += 1
-        if n and (best is None or n > best[0]):
-            best = (n, path)
-    return best[1] if best is not None else None

@@ -53,14 +53,13 @@ from judge.checks.requirement.hollow_gate import (
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
-    Sibling,
     as_sentence,
+    explain_away,
     far_below,
     nothing_acts,
     nothing_matches,
     pass_bar,
     requirement_rationale,
-    sibling_decided,
     values_verdict,
 )
 from judge.checks.requirement.stated_values import read_lines, value_checks
@@ -367,8 +366,8 @@ class RequirementInDiff(Check):
                 # Far below the bar: the closest unit is no near miss, so it is not cited as if it were evidence.
                 cited = []
                 rationale = far_below(features, with_reference, p_pass, bar, decision is not None, acting[0],
-                                      self._sibling(facts, model if decision is not None else None, features,
-                                                    with_reference, p_pass, bar, args))
+                                      explain_away(facts, model if decision is not None else None, features,
+                                                   with_reference, p_pass, bar, args))
             else:
                 graded = any(0 < lv.score < 1 for lv in leaf.levels)
                 before = index
@@ -382,8 +381,8 @@ class RequirementInDiff(Check):
                 flags += value_flags
                 rationale = requirement_rationale(
                     acting[0], features, with_reference, index, p_pass, bar, decision is not None,
-                    self._sibling(facts, model if decision is not None else None, features, with_reference, p_pass,
-                                  bar, args)) + as_sentence(requirement_match_words(evidence))
+                    explain_away(facts, model if decision is not None else None, features, with_reference, p_pass,
+                                 bar, args)) + as_sentence(requirement_match_words(evidence))
                 rationale += value_note
             if model is args.coder_text_model and "coder_logit" in features and not floor:
                 rationale += (f" The coder model read it and answered that it implements the requirement with "
@@ -395,17 +394,6 @@ class RequirementInDiff(Check):
         return embedded_result(leaf, verdict, score=score, rationale=rationale, flags=flags,
                                confidence=confidence, evidence=quotes,
                                error_labels=[leaf.error_category] if index and leaf.error_category else [])
-
-    @staticmethod
-    def _sibling(facts: RequirementFacts, model: LearnedModel | None, features: dict[str, float],
-                 with_reference: bool, p_pass: float, bar: float, args: RequirementArgs) -> Sibling | None:
-        """The other requirement the explain-away rule weighed, and whether it decided (text mode only)."""
-        if with_reference or not facts.sibling:
-            return None
-        capped = bool(features["txt_siblings"]) or features["txt_margin"] < -args.explain_away_margin
-        return Sibling(facts.sibling, facts.sibling_similarity,
-                       sibling_decided(model, features, p_pass, bar, capped and features["txt_similarity"]
-                                       >= args.partial_threshold))
 
     @staticmethod
     def _below_floor(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> str:

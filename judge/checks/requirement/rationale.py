@@ -6,11 +6,12 @@ values found or not. The feature vector itself stays in the leaf's evidence fact
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from judge.checks.learned import LearnedModel
-from judge.checks.requirement.payload import StatedValueCheck
+from judge.checks.requirement.payload import RequirementFacts, StatedValueCheck
 from judge.checks.verdicts import short_location
 from judge.models.evidence import AlignedSnippet
 
@@ -55,6 +56,24 @@ class Sibling:
     text: str
     similarity: float
     decided: bool
+
+
+class ExplainAwayArgs(Protocol):
+    """The thresholds of the rules' explain-away cap (the requirement check's arguments)."""
+
+    explain_away_margin: float
+    partial_threshold: float
+
+
+def explain_away(facts: RequirementFacts, model: LearnedModel | None, features: dict[str, float],
+                 with_reference: bool, p_pass: float, bar: float, args: ExplainAwayArgs) -> Sibling | None:
+    """The other requirement the explain-away rule weighed, and whether it decided the leaf (text mode only;
+    None without one)."""
+    if with_reference or not facts.sibling:
+        return None
+    capped = bool(features.get("txt_siblings")) or features.get("txt_margin", 0.0) < -args.explain_away_margin
+    return Sibling(facts.sibling, facts.sibling_similarity, sibling_decided(
+        model, features, p_pass, bar, capped and features.get("txt_similarity", 0.0) >= args.partial_threshold))
 
 
 def sibling_decided(model: LearnedModel | None, features: dict[str, float], p_pass: float, bar: float,
