@@ -255,7 +255,8 @@ class RequirementInDiff(Check):
             else:
                 chosen = [n for n in order if n in acting_set][: args.top_k]
             # Prose that reads like the requirement but does nothing is shown too (never as evidence).
-            prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen][:1]
+            prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen
+                     and not (hollow.hollow(n) and acts.acts(n))][:1]  # a hollow caller reads like code
             snippets = [self._snippet(units[n], n in acting_set, float(sims[row, column[n]]) if n in column else 0.0)
                         for n in [*chosen, *prose]]
             values = value_checks(leaf.target, [units[n] for n in chosen[: 2 if match is not None else 1]], reads,
@@ -365,7 +366,7 @@ class RequirementInDiff(Check):
             elif index == 2 and p_pass < _FAR_BELOW * bar:
                 # Far below the bar: the closest unit is no near miss, so it is not cited as if it were evidence.
                 cited = []
-                rationale = far_below(features, with_reference, p_pass, bar, decision is not None, acting[0],
+                rationale = far_below(features, with_reference, p_pass, bar, decision is not None,
                                       explain_away(facts, model if decision is not None else None, features,
                                                    with_reference, p_pass, bar, args))
             else:

@@ -17,6 +17,8 @@ from judge.models.evidence import AlignedSnippet
 
 _LEVEL = {0: "implemented", 1: "partly implemented", 2: "not implemented"}
 _SIBLING_FEATURES = ("txt_siblings", "txt_margin")
+# With the reference, a closest unit holding this share of the cited lines' calls or lines is no "nothing".
+_HOLDS_MOST = 0.5
 
 
 def nothing_acts(has_candidates: bool) -> str:
@@ -33,14 +35,26 @@ def nothing_matches(why: str) -> str:
 
 
 def far_below(features: dict[str, float], with_reference: bool, p_pass: float, bar: float, learned: bool,
-              best: AlignedSnippet | None = None, sibling: Sibling | None = None) -> str:
-    """A fail far below the bar while some code acts: what was compared and the deciding figure, in the words a
-    pass uses (never "nothing does this": something acts), and that the closest code is not cited."""
-    if best is None:
-        figure = "estimated probability of implemented" if learned else "score"
-        return f"Decision: not implemented ({figure} {p_pass:.2f}, {abs(p_pass - bar):.2f} below the {bar:.2f} bar)."
-    return (requirement_rationale(best, features, with_reference, 2, p_pass, bar, learned, sibling=sibling)
-            + " The closest code is not cited: it is no near miss.")
+              sibling: Sibling | None = None) -> str:
+    """A fail far below the bar while some code acts: the deciding figure against its bar, in the words every
+    decision uses; the closest code is not named (it is no near miss). "Nothing in the submission does this"
+    only where what the closest code holds says so too (with the reference: under half of the cited lines'
+    calls and lines)."""
+    figure = "estimated probability of implemented" if learned else "score"
+    decision = f"{figure} {p_pass:.2f}, {abs(p_pass - bar):.2f} below the {bar:.2f} bar"
+    if with_reference:
+        calls, lines = features.get("ref_core_calls", 0.0), features.get("ref_core_lines", 0.0)
+        holds = f"the closest acting code holds {_share(calls)} of the cited lines' calls and {_share(lines)} of " \
+                "their lines"
+        if max(calls, lines) >= _HOLDS_MOST:
+            return f"Not implemented: {holds}, yet the decision is not implemented ({decision})."
+        text = f"Nothing in the submission does this: {holds}; {decision}."
+    else:
+        text = f"Nothing in the submission does this: the closest acting code's {decision}."
+    if sibling is not None and sibling.decided:
+        text += (f" What decided it: that code matches another requirement, \"{sibling.text}\", as well or "
+                 f"better (similarity {sibling.similarity:.2f} against {features.get('txt_similarity', 0):.2f}).")
+    return text
 
 
 @dataclass(frozen=True)

@@ -28,22 +28,25 @@ TEXT = {"txt_similarity": 0.41, "txt_decoy_z": 2.7, "txt_siblings": 0.0, "txt_ma
 
 
 def test_a_fail_and_a_pass_give_the_deciding_figure_in_the_same_words() -> None:
-    fail = far_below(TEXT, False, 0.12, 0.58, True, BEST)
+    fail = requirement_rationale(BEST, TEXT, False, 2, 0.40, 0.58, True)
     passed = requirement_rationale(BEST, {**TEXT, "txt_decoy_z": 1.3}, False, 0, 0.81, 0.58, True)
-    # Something acts: a fail is no "nothing does this", and the z-score is described, not given as the reason.
-    assert not fail.startswith("Nothing in the submission does this")
-    assert "too little to count" not in fail
+    # The z-score is described the same way in both, never given as the reason.
     for text, z in ((fail, "2.7"), (passed, "1.3")):
         assert f"{z} standard deviations above what unrelated code scores for this requirement." in text
-    assert "Decision: not implemented (estimated probability of implemented 0.12, 0.46 below the 0.58 bar)" in fail
+    assert "Decision: not implemented (estimated probability of implemented 0.40, 0.18 below the 0.58 bar)" in fail
     assert "Decision: implemented (estimated probability of implemented 0.81, 0.23 above the 0.58 bar)" in passed
+    # Far below the bar: the deciding figure, not a z-score "too little to count" (2.7 passes elsewhere).
+    far = far_below(TEXT, False, 0.12, 0.58, True)
+    assert far == ("Nothing in the submission does this: the closest acting code's estimated probability of "
+                   "implemented 0.12, 0.46 below the 0.58 bar.")
 
 
 def test_with_the_reference_a_far_miss_that_holds_the_calls_is_not_nothing() -> None:
-    features = {"ref_core_calls": 1.0, "ref_core_lines": 0.2, "ref_ctx_lines": 0.1}
-    text = far_below(features, True, 0.05, 0.5, True, BEST)
-    assert not text.startswith("Nothing in the submission does this")
-    assert "holds 100% of the cited lines' calls" in text and "Decision: not implemented" in text
+    holds = far_below({"ref_core_calls": 1.0, "ref_core_lines": 0.2}, True, 0.05, 0.5, True)
+    assert not holds.startswith("Nothing in the submission does this")
+    assert "holds 100% of the cited lines' calls" in holds and "0.05, 0.45 below the 0.50 bar" in holds
+    lacks = far_below({"ref_core_calls": 0.1, "ref_core_lines": 0.0}, True, 0.05, 0.5, True)
+    assert lacks.startswith("Nothing in the submission does this: the closest acting code holds 10%")
     assert nothing_acts(True).startswith("Nothing in the submission does this")  # where nothing acts, it says so
 
 
