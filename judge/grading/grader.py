@@ -115,6 +115,14 @@ def _gate_result(leaf: Leaf, reason: str) -> LeafResult:
                                confidence=1.0, error_labels=[leaf.error_category] if leaf.error_category else [])
 
 
+def _hollow_result(evidence: LeafEvidence) -> LeafResult:
+    leaf = evidence.leaf
+    return LeafResult.for_leaf(leaf, "fail", judge="gate", score=0.0, reason_code="gate",
+                               reason=evidence.facts.fails_before_judge, rationale=evidence.facts.fails_before_judge,
+                               confidence=1.0, flags=["hollow_code"],
+                               error_labels=[leaf.error_category] if leaf.error_category else [])
+
+
 def _process_metrics(task: Task, submission: Submission) -> dict[str, Any]:
     """FML-bench process metrics of the submission's trajectory, with the process inputs of the task and
     the submission (`process_inputs`, legacy metadata keys), as `expjudge process` computes them.
@@ -307,6 +315,12 @@ class Grader:
     def _attach_evidence(self, prepared: PreparedGrade, task: Task) -> None:
         pending = prepared.pending
         prepared.evidence = self.builder.build(pending, task, prepared.view) if pending else []
+        # A leaf whose only candidates do nothing (placeholders, callers of nothing else) fails here, before
+        # any judge: no judge, embedded, code reader or LLM, may read hollow code as evidence.
+        hollow = [e for e in prepared.evidence if e.facts.fails_before_judge]
+        if hollow:
+            prepared.decided.update({e.leaf.id: _hollow_result(e) for e in hollow})
+            prepared.evidence = [e for e in prepared.evidence if not e.facts.fails_before_judge]
         if prepared.evidence:  # each requirement's span of the task's reference implementation, when it has one
             # BM25 alone for requirements without citation: embeddings moved hit@1 0.614 -> 0.630 on the
             # gt_code gold citations, at ~5 s per task with a cold cache (bench/judging/reference_spans.py)

@@ -74,9 +74,13 @@ class CheckFacts(EvidencePayload):
 
     Attributes:
         diff_shortlist: Set by checks that compare a diff's candidates by embedding, for the grade's warning.
+        fails_before_judge: Set by a check that found, mechanically, that nothing in the submission can be this
+            leaf's evidence (its only candidates are placeholders): the grader fails the leaf with this reason
+            before any judge sees it.
     """
 
     diff_shortlist: DiffShortlist | None = None
+    fails_before_judge: str = ""
 
 
 class SnippetMeta(EvidencePayload):

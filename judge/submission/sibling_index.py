@@ -116,9 +116,14 @@ class SiblingIndex:
     def points_to_siblings(self, row: int, evidence: str) -> bool:
         """True when `evidence` holds a sibling's own terms while holding none of requirement `row`'s terms that
         sibling lacks (`check_distinguishing(evidence, ...).points_to_siblings` is not empty)."""
+        return bool(self.pointed_siblings(row, evidence))
+
+    def pointed_siblings(self, row: int, evidence: str) -> tuple[int, ...]:
+        """The siblings of requirement `row` whose own terms `evidence` holds while it holds none of `row`'s terms
+        that sibling lacks (`check_distinguishing(evidence, ...).points_to_siblings`)."""
         siblings = self._row(row).siblings
         if not len(siblings):
-            return False
+            return ()
         held, held_by_row = self._held(evidence)
         begin, end = self._matrix.indptr[row], self._matrix.indptr[row + 1]
         own_held = [int(t) for t in self._matrix.indices[begin:end] if held[t]]
@@ -131,4 +136,4 @@ class SiblingIndex:
         unmet = shared[siblings] == len(own_held)
         # ... and the evidence holds a term of the sibling's that this requirement lacks.
         pointed = held_by_row[siblings] - shared[siblings] > 0
-        return bool(np.any(unmet & pointed))
+        return tuple(int(s) for s in np.asarray(siblings)[unmet & pointed])

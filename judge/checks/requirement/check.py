@@ -44,10 +44,18 @@ from judge.checks.requirement.features import (
     term_cover,
     text_features,
 )
+from judge.checks.requirement.hollow_gate import (
+    gate_reason,
+    hollow_names,
+    leaf_hollow,
+    reference_paths,
+    unseen_files,
+)
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
     as_sentence,
+    explain_away,
     far_below,
     nothing_acts,
     nothing_matches,
@@ -64,6 +72,7 @@ from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.reference.spans import reference_index_for
 from judge.submission.code_units import CodeUnit, executable_text, prose_text
 from judge.submission.distinguishing import missing_names
+from judge.submission.hollow_units import HollowUnits
 from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist
 from judge.submission.sibling_index import SiblingIndex
 from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text
@@ -144,6 +153,15 @@ def _best_other(sims: np.ndarray, row: int, col: int | None, identical_to: tuple
     return float(sims[others, col].max()) if others.any() else -1.0
 
 
+def _best_other_row(sims: np.ndarray, row: int, col: int | None, identical_to: tuple[int, ...]) -> int | None:
+    """The other requirement (not one with this one's very terms) most similar to unit column `col`."""
+    if col is None:
+        return None
+    column = np.asarray(sims[:, col], dtype=np.float64).copy()
+    column[[row, *identical_to]] = -np.inf
+    return int(np.argmax(column)) if np.isfinite(column).any() else None
+
+
 @dataclass
 class _LeafMatch:
     """One leaf's acting units ranked against its reference span, its features, its spans."""
@@ -206,8 +224,11 @@ class RequirementInDiff(Check):
             return hunk_evidence(embedder, leaves, view, [self.args(leaf).top_k for leaf in leaves])
         units = view.code_units
         acts = SubmissionActs.of(view)
-        acting = [n for n in range(len(units)) if acts.acts(n)]
+        # Hollow units (placeholders, and what only calls them) are never candidates (hollow_gate).
+        hollow = HollowUnits.of(view, reference_paths(task), unseen_files=unseen_files(task))
+        acting = [n for n in range(len(units)) if acts.acts(n) and not hollow.hollow(n)]
         acting_set = set(acting)
+        whole = hollow.nothing_real([*acting, *hollow.reasons])
         queries = [requirement_text(leaf.target) for leaf in leaves]
         index, shortlist = _shortlist(view, queries)
         embedded = shortlist.units_to_embed()
@@ -240,8 +261,10 @@ class RequirementInDiff(Check):
             similarity = float(sims[row, col]) if col is not None else 0.0
             best_other = _best_other(sims, row, col, siblings.identical_to(row))
             score = retrieval.units[text_pick[0]] if text_pick else None
-            pick_siblings = bool(text_pick and siblings.points_to_siblings(
-                row, executable_text(units[text_pick[1]]) + "\n" + units[text_pick[1]].file_path))
+            pointing = siblings.pointed_siblings(
+                row, executable_text(units[text_pick[1]]) + "\n" + units[text_pick[1]].file_path) if text_pick else ()
+            pick_siblings = bool(pointing)
+            sibling_row = pointing[0] if pointing else _best_other_row(sims, row, col, siblings.identical_to(row))
             features = text_features(
                 units, text_pick[1] if text_pick else None, text_pick[0] if text_pick else 0, similarity,
                 score.lexical if score else 0.0, score.score if score else 0.0,
@@ -260,14 +283,23 @@ class RequirementInDiff(Check):
             else:
                 chosen = [n for n in order if n in acting_set][: args.top_k]
             # Prose that reads like the requirement but does nothing is shown too (never as evidence).
-            prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen][:1]
+            prose = [n for n in order[: args.top_k] if n not in acting_set and n not in chosen
+                     and not (hollow.hollow(n) and acts.acts(n))][:1]  # a hollow caller reads like code
             snippets = [self._snippet(units[n], n in acting_set, float(sims[row, column[n]]) if n in column else 0.0)
                         for n in [*chosen, *prose]]
             values = value_checks(leaf.target, [units[n] for n in chosen[: 2 if match is not None else 1]], reads,
                                   match.spans if match is not None else [])
+            hollow_reasons, only_hollow = leaf_hollow(order, acting_set, hollow, _CONSIDERED)
+            if whole:
+                hollow_reasons = list(hollow.reasons.values())
             evidence = LeafEvidence(leaf=leaf, snippets=snippets, facts=RequirementFacts(
                 named_files_touched=[p for p in named if any(path_matches(p, t) for t in touched)],
-                features=features, reference_mode=match is not None, values=values))
+                features=features, reference_mode=match is not None, values=values, hollow=hollow_reasons,
+                sibling=requirement_text(leaves[sibling_row].target)[:90] if sibling_row is not None else "",
+                sibling_similarity=float(sims[sibling_row, col]) if sibling_row is not None and col is not None
+                else 0.0,
+                fails_before_judge=gate_reason(hollow_reasons, whole=whole)
+                if whole or (only_hollow and match is None) else ""))
             if match is not None and match.spans:
                 evidence.reference, evidence.reference_spans = match.spans[0], match.spans
             result.append(evidence)
@@ -330,6 +362,11 @@ class RequirementInDiff(Check):
         acting = [s for s in evidence.snippets if UnitMeta.of(s.meta).code]
         flags: list[str] = []
         facts = RequirementFacts.of(evidence.facts)
+        if facts.fails_before_judge:  # the grader decides these before any judge; a direct call agrees
+            verdict, score = level(leaf, 2)
+            return embedded_result(leaf, verdict, score=score, rationale=facts.fails_before_judge, confidence=1.0,
+                                   flags=["hollow_code"],
+                                   error_labels=[leaf.error_category] if leaf.error_category else [])
         if not acting:
             index, confidence = 2, 1.0
             rationale = nothing_acts(bool(evidence.snippets))
@@ -356,9 +393,11 @@ class RequirementInDiff(Check):
                                        self._floor_confidence(features, with_reference, args)), 4)
                 rationale = nothing_matches(floor)
             elif index == 2 and p_pass < _FAR_BELOW * bar:
-                # Far below the bar: the closest unit is no near miss, so it is not named as if it were evidence.
+                # Far below the bar: the closest unit is no near miss, so it is not cited as if it were evidence.
                 cited = []
-                rationale = nothing_matches(far_below(features, with_reference, p_pass, bar, decision is not None))
+                rationale = far_below(features, with_reference, p_pass, bar, decision is not None,
+                                      explain_away(facts, model if decision is not None else None, features,
+                                                   with_reference, p_pass, bar, args))
             else:
                 graded = any(0 < lv.score < 1 for lv in leaf.levels)
                 before = index
@@ -370,12 +409,16 @@ class RequirementInDiff(Check):
                 if not graded and index == 1:
                     index = 2  # a binary leaf has no partial
                 flags += value_flags
-                rationale = requirement_rationale(acting[0], features, with_reference, index, p_pass, bar,
-                                                  decision is not None) + as_sentence(requirement_match_words(evidence))
+                rationale = requirement_rationale(
+                    acting[0], features, with_reference, index, p_pass, bar, decision is not None,
+                    explain_away(facts, model if decision is not None else None, features, with_reference, p_pass,
+                                 bar, args)) + as_sentence(requirement_match_words(evidence))
                 rationale += value_note
             if model is args.coder_text_model and "coder_logit" in features and not floor:
                 rationale += (f" The coder model read it and answered that it implements the requirement with "
                               f"P(yes)={1 / (1 + np.exp(-features['coder_logit'])):.2f}.")
+        if facts.hollow:
+            rationale += f" Not counted, as it does nothing: {hollow_names(facts.hollow)}."
         verdict, score = level(leaf, index)
         quotes = [quote(s, context) for s in cited[: args.top_k]] if index < 2 else []
         return embedded_result(leaf, verdict, score=score, rationale=rationale, flags=flags,

@@ -43,12 +43,19 @@ class RequirementFacts(CheckFacts):
         features: The decision's features (`REFERENCE_FEATURES` with a reference, and `TEXT_FEATURES`).
         reference_mode: Whether the leaf was matched against its span of the task's reference.
         values: The values the requirement (and, with a reference, its reference span) states, checked.
+        hollow: Why the hollow units among those the leaf considered are no evidence, best-ranked first
+            (`judge.submission.hollow_units`): they are never its candidates.
+        sibling: Without a reference, the other requirement the compared code points at, else the one it is most
+            similar to ("" when none), and `sibling_similarity` the code's similarity to it.
     """
 
     named_files_touched: Annotated[list[str], SHOWN_TO_LLM]
     features: dict[str, float]
     reference_mode: bool
     values: Annotated[list[StatedValueCheck], SHOWN_TO_LLM] = Field(default_factory=list)
+    hollow: list[str] = Field(default_factory=list)
+    sibling: str = ""
+    sibling_similarity: float = 0.0
 
 
 class RequirementHunkFacts(CheckFacts):

@@ -5,12 +5,20 @@ values found or not. The feature vector itself stays in the leaf's evidence fact
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
 from judge.checks.learned import LearnedModel
-from judge.checks.requirement.payload import StatedValueCheck
+from judge.checks.requirement.payload import RequirementFacts, StatedValueCheck
 from judge.checks.verdicts import short_location
 from judge.models.evidence import AlignedSnippet
 
 _LEVEL = {0: "implemented", 1: "partly implemented", 2: "not implemented"}
+_SIBLING_FEATURES = ("txt_siblings", "txt_margin")
+# With the reference, a closest unit holding this share of the cited lines' calls or lines is no "nothing".
+_HOLDS_MOST = 0.5
 
 
 def nothing_acts(has_candidates: bool) -> str:
@@ -26,16 +34,78 @@ def nothing_matches(why: str) -> str:
     return f"Nothing in the submission does this: {why}."
 
 
-def far_below(features: dict[str, float], with_reference: bool, p_pass: float, bar: float, learned: bool) -> str:
-    """Why the closest code is no near miss: how little of the reference or the requirement it holds."""
+def far_below(features: dict[str, float], with_reference: bool, p_pass: float, bar: float, learned: bool,
+              sibling: Sibling | None = None) -> str:
+    """A fail far below the bar while some code acts: the deciding figure against its bar, in the words every
+    decision uses; the closest code is not named (it is no near miss). "Nothing in the submission does this"
+    only where what the closest code holds says so too (with the reference: under half of the cited lines'
+    calls and lines)."""
     figure = "estimated probability of implemented" if learned else "score"
+    decision = f"{figure} {p_pass:.2f}, {abs(p_pass - bar):.2f} below the {bar:.2f} bar"
     if with_reference:
-        what = (f"the closest acting code holds {_share(features.get('ref_core_calls', 0))} of the cited lines' "
-                f"calls and {_share(features.get('ref_core_lines', 0))} of their lines")
+        calls, lines = features.get("ref_core_calls", 0.0), features.get("ref_core_lines", 0.0)
+        holds = f"the closest acting code holds {_share(calls)} of the cited lines' calls and {_share(lines)} of " \
+                "their lines"
+        if max(calls, lines) >= _HOLDS_MOST:
+            return f"Not implemented: {holds}, yet the decision is not implemented ({decision})."
+        text = f"Nothing in the submission does this: {holds}; {decision}."
     else:
-        what = (f"the closest acting code stands {features.get('txt_decoy_z', 0):.1f} standard deviations above what "
-                f"unrelated code scores for this requirement, too little to count")
-    return f"{what}; {figure} {p_pass:.2f}, far below the {bar:.2f} bar"
+        text = f"Nothing in the submission does this: the closest acting code's {decision}."
+    if sibling is not None and sibling.decided:
+        text += (f" What decided it: that code matches another requirement, \"{sibling.text}\", as well or "
+                 f"better (similarity {sibling.similarity:.2f} against {features.get('txt_similarity', 0):.2f}).")
+    return text
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """The other requirement the explain-away rule weighed, and its figure.
+
+    Attributes:
+        text: The other requirement (its first words).
+        similarity: The compared code's similarity to it.
+        decided: Whether it decided the leaf (without it, the leaf would have passed).
+    """
+
+    text: str
+    similarity: float
+    decided: bool
+
+
+class ExplainAwayArgs(Protocol):
+    """The thresholds of the rules' explain-away cap (the requirement check's arguments)."""
+
+    explain_away_margin: float
+    partial_threshold: float
+
+
+def explain_away(facts: RequirementFacts, model: LearnedModel | None, features: dict[str, float],
+                 with_reference: bool, p_pass: float, bar: float, args: ExplainAwayArgs) -> Sibling | None:
+    """The other requirement the explain-away rule weighed, and whether it decided the leaf (text mode only;
+    None without one)."""
+    if with_reference or not facts.sibling:
+        return None
+    capped = bool(features.get("txt_siblings")) or features.get("txt_margin", 0.0) < -args.explain_away_margin
+    return Sibling(facts.sibling, facts.sibling_similarity, sibling_decided(
+        model, features, p_pass, bar, capped and features.get("txt_similarity", 0.0) >= args.partial_threshold))
+
+
+def sibling_decided(model: LearnedModel | None, features: dict[str, float], p_pass: float, bar: float,
+                    rules_capped: bool) -> bool:
+    """Whether the sibling features decided a leaf that did not pass: with a two-class learned model, the pass
+    probability with their contribution taken out reaches the bar; under the rules, the cap they set lowered it."""
+    if p_pass >= bar:
+        return False
+    if model is None:
+        return rules_capped
+    names = [n for n in _SIBLING_FEATURES if n in model.feature_names]
+    if len(model.classes) != 2 or "pass" not in model.classes or not names:
+        return False
+    x = model.matrix([features])
+    parts = model.contributions(x, 0)
+    score = model.decision_function(x)[0, 0] - sum(parts[model.feature_names.index(n)] for n in names)
+    proba = model.calibrate(np.array([[score]]))[0]
+    return float(proba[model.classes.index("pass")]) >= bar
 
 
 def _share(value: float) -> str:
@@ -43,7 +113,7 @@ def _share(value: float) -> str:
 
 
 def requirement_rationale(best: AlignedSnippet, features: dict[str, float], with_reference: bool, index: int,
-                          p_pass: float, bar: float, learned: bool) -> str:
+                          p_pass: float, bar: float, learned: bool, sibling: Sibling | None = None) -> str:
     """What was compared, what it holds, and the decision with its margin.
 
     Args:
@@ -54,6 +124,7 @@ def requirement_rationale(best: AlignedSnippet, features: dict[str, float], with
         p_pass: The deciding figure (the model's probability of "implemented", or the rules' score).
         bar: What the figure was held against.
         learned: Whether `p_pass` is a probability of a learned model.
+        sibling: The other requirement the code matches, named with its figure where it decided the leaf.
     """
     where = short_location(best.location)
     if with_reference:
@@ -74,12 +145,13 @@ def requirement_rationale(best: AlignedSnippet, features: dict[str, float], with
         if missing:
             compared += (f" {missing} name{'s' if missing > 1 else ''} the requirement uses "
                          f"{'appear' if missing > 1 else 'appears'} nowhere in the code.")
-        if features.get("txt_siblings"):
-            compared += " That code points rather at a sibling requirement."
     figure = "estimated probability of implemented" if learned else "score"
     side = "above" if p_pass >= bar else "below"
     decision = (f" Decision: {_LEVEL[index]} ({figure} {p_pass:.2f}, {abs(p_pass - bar):.2f} {side} the "
                 f"{bar:.2f} bar).")
+    if sibling is not None and sibling.decided and index > 0:
+        decision += (f" What decided it: that code matches another requirement, \"{sibling.text}\", as well or "
+                     f"better (similarity {sibling.similarity:.2f} against {features.get('txt_similarity', 0):.2f}).")
     return compared + decision
 
 

@@ -124,6 +124,8 @@ def test_the_bundled_example_cites_no_unrelated_code_for_a_failed_leaf(grader: G
     assert failed
     for leaf in failed:
         assert not leaf.evidence, leaf.rationale
-        assert leaf.rationale.startswith("Nothing in the submission does this"), leaf.rationale
+        # Without the reference its scripts only run programs it does not hold: the hollow gate says so.
+        assert leaf.rationale.startswith(("Nothing in the submission does this",
+                                          "Nothing in the submission does real work")), leaf.rationale
         assert not re.search(r"\.(?:sh|py|md):\d+", leaf.rationale), leaf.rationale
         assert leaf.confidence is not None and leaf.confidence > 0.6
