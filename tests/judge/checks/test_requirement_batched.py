@@ -51,6 +51,9 @@ class _AllPairs:
     def points_to_siblings(self, row: int, evidence: str) -> bool:
         return bool(check_distinguishing(evidence, self.found[row]).points_to_siblings)
 
+    def pointed_siblings(self, row: int, evidence: str) -> tuple[int, ...]:
+        return check_distinguishing(evidence, self.found[row]).points_to_siblings
+
 
 def _verdicts(grade: Grade) -> list[dict[str, Any]]:
     return [leaf.model_dump(mode="json", include={"leaf_id", "verdict", "score", "confidence", "rationale", "flags",
