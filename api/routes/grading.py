@@ -86,6 +86,10 @@ def _parse_item(item: GradeRequestItem, where: str) -> GradeItem:
 def _parse_task(item: GradeRequestItem, where: str) -> Task:
     # Free-form parts (metadata, a question entry) are bounded before anything walks or stores them.
     check_document(item.task, field=f"{where}task", error=TaskFormatError)
+    if item.task_format == "paperbench":  # reached from a batch only: POST /v1/grade takes it first
+        from api.routes.paperbench_grade import refuse_in_batch
+
+        raise refuse_in_batch(where)
     if item.task_format == "expbench":
         try:
             spec = ExpBenchTask.model_validate(item.task)
@@ -214,6 +218,10 @@ async def grade(
     sync = (mode or body.mode) != "async"
     if sync:
         service.slots.check_room(tenant)  # a key over its share is refused before its request is priced
+    if body.task_format == "paperbench":  # one item per leaf category (api/routes/paperbench_grade.py)
+        from api.routes.paperbench_grade import grade_paperbench_request
+
+        return await grade_paperbench_request(body, service, tenant, idempotency_key, sync=sync)
     try:
         payload, leaves = _payload(service, body, [_parse_item(body, "")], sync=sync)
     except RequestTooCostlyError:

@@ -18,8 +18,9 @@ from judge.cli.display import shown
 from judge.cli.errors import EXIT_JUDGE
 from judge.errors import InputError
 from judge.grading.grader import upstream_down
-from judge.grading.paperbench import PaperBenchGrade, grade_paperbench
+from judge.grading.paperbench import grade_paperbench
 from judge.loaders.paperbench import PaperBenchRubric, SubmissionEvidence, load_paper, read_submission
+from judge.loaders.paperbench_tree import PaperBenchGrade
 
 
 def default_out(paper_id: str) -> Path:
@@ -99,9 +100,10 @@ def grade_paper_command(paper_dir: Path, submission: Path, *, out: Path | None, 
     if target.is_dir():
         raise InputError("--out must name a file, not a folder", field=str(target))
     build_judge(judge, samples=samples, api_base=api_base, max_concurrency=concurrency)  # fail fast (exit 3)
-    graded = asyncio.run(_grade(rubric, judge, paper, evidence, submission_id=f"paperbench:{paper.paper_id}:{submission.name}",
-                                samples=samples, api_base=api_base, concurrency=concurrency,
-                                database_url=database_url, refresh=refresh))
+    submission_id = f"paperbench:{paper.paper_id}:{submission.name}"
+    graded = asyncio.run(_grade(rubric, judge, paper, evidence, submission_id=submission_id, samples=samples,
+                                api_base=api_base, concurrency=concurrency, database_url=database_url,
+                                refresh=refresh))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(graded.tree, indent=2) + "\n", encoding="utf-8")

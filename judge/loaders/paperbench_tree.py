@@ -11,7 +11,7 @@ valid_score holds when every child's does.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from judge.loaders.paperbench import CATEGORIES, STAGE_OF_CATEGORY, CategoryPart, PaperBenchRubric
@@ -128,3 +128,44 @@ def category_figures(tree: dict[str, Any]) -> list[CategoryFigures]:
         rows.append(CategoryFigures(category or "all", len(leaves), passed, len(leaves) - passed - unscored,
                                     unscored, cut["score"]))
     return rows
+
+
+@dataclass
+class PaperBenchGrade:
+    """A PaperBench submission's grade: the graded tree, its figures and the grades it was read from."""
+
+    paper_id: str
+    submission_id: str
+    tree: dict[str, Any]
+    figures: list[CategoryFigures]
+    grades: dict[str, Grade]  # category -> its grade (categories without evidence have none)
+    from_cache: dict[str, bool] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    failed_unjudged: dict[str, str] = field(default_factory=dict)  # category -> why all its leaves fail
+
+    @property
+    def score(self) -> float:
+        """The root's weighted score (0-1), PaperBench's replication score."""
+        return float(self.tree["score"])
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON answer of the API and the client: figures, grade ids and the graded tree."""
+        return {"paper_id": self.paper_id, "submission_id": self.submission_id, "score": self.score,
+                "categories": [asdict(row) for row in self.figures],
+                "grade_ids": {category: grade.grade_id for category, grade in self.grades.items()},
+                "from_cache": self.from_cache, "failed_unjudged": self.failed_unjudged, "warnings": self.warnings,
+                "graded_tree": self.tree}
+
+
+def assemble(rubric: PaperBenchRubric, parts: list[CategoryPart], grades: dict[str, Grade], *,
+             submission_id: str, from_cache: dict[str, bool] | None = None,
+             warnings: list[str] | None = None) -> PaperBenchGrade:
+    """The PaperBench grade of `parts` from their categories' grades (pure: the client uses it too)."""
+    tree = graded_tree(rubric, outcomes(parts, grades))
+    notes = list(warnings or [])
+    for category, grade in grades.items():
+        notes += [f"{category}: {warning}" for warning in grade.warnings]
+    return PaperBenchGrade(paper_id=rubric.paper_id, submission_id=submission_id, tree=tree,
+                           figures=category_figures(tree), grades=grades, from_cache=dict(from_cache or {}),
+                           warnings=notes,
+                           failed_unjudged={p.category: p.missing for p in parts if p.missing is not None})

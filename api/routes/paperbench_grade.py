@@ -1,0 +1,100 @@
+"""POST /v1/grade with `task_format: "paperbench"`: a PaperBench submission against its paper's rubric.
+
+The body's `task` is a `PaperBenchTask` (the rubric tree as `rubric.json` holds it, the paper's id and title,
+the addendum); its `submission` is a native submission whose `diff` is the repository as an all-added diff
+(the client builds it from a folder or archive: `judge/client_paperbench.py`). Each category with evidence is
+one item (judge/grading/paperbench.py). Synchronously (the default, when all the items' leaves fit the
+synchronous bound) each item is graded as a synchronous grade is, and the answer is PaperBench's graded tree
+with its per-category figures (200). With `mode=async`, or above the synchronous bound, the items become one
+job (202, as POST /v1/grade/batch answers): its grades, in the order of the categories, assemble into the
+tree (`judge.grading.paperbench.assemble`; the client does it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from api.deps import Service
+from api.errors import field_path
+from api.schemas import GradeRequest
+from judge.errors import InputError, SubmissionFormatError, TaskFormatError
+from judge.grading.paperbench import DEFAULT_PAPERBENCH_RUBRIC
+from judge.jobs import GradeItem, grade_now
+from judge.loaders.native import parse_submission
+from judge.loaders.paperbench import CATEGORY_SLUG, SubmissionEvidence, category_parts, parse_rubric_tree
+from judge.loaders.paperbench_tree import assemble
+from judge.models import Grade
+from judge.models.bounds import check_document
+
+
+class PaperBenchTask(BaseModel):
+    """A PaperBench paper as `task` of POST /v1/grade (task_format "paperbench")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric: dict[str, Any] = Field(description="The paper's rubric.json tree as it lies.")
+    paper_id: str = Field(default="paper", min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:-]+$")
+    title: str = Field(default="", max_length=2000)
+    addendum: str | None = Field(default=None, max_length=200_000)
+
+
+def _task(body: GradeRequest) -> PaperBenchTask:
+    try:
+        return PaperBenchTask.model_validate(body.task)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise TaskFormatError(error["msg"], field=f"task.{field_path(error['loc'])}") from None
+
+
+async def grade_paperbench_request(body: GradeRequest, service: Service, tenant: str, idempotency_key: str | None,
+                                   *, sync: bool) -> Response:
+    """Grade a PaperBench request (see the module's docstring).
+
+    Raises:
+        InputError: a field of the rubric tree or the submission is wrong (422 naming it).
+        RequestTooCostlyError: an item over the job bound (413).
+    """
+    from api.routes.grading import _enqueue, _payload, _sync_response
+
+    spec = _task(body)
+    rubric = parse_rubric_tree(spec.rubric, paper_id=spec.paper_id, title=spec.title, where="task.rubric")
+    rubric.addendum = spec.addendum
+    check_document(body.submission, field="submission", error=SubmissionFormatError)
+    submission = parse_submission(body.submission, field="submission")
+    if not submission.diff:
+        raise SubmissionFormatError("a PaperBench submission is its repository as an all-added diff; `diff` is "
+                                    "empty", field="submission.diff")
+    evidence = SubmissionEvidence.from_diff(submission.diff, source="submission.diff")
+    if not evidence.entries:
+        raise SubmissionFormatError("no `diff --git` file entry in the diff", field="submission.diff")
+    parts = category_parts(rubric, evidence, submission_id=submission.submission_id, agent=submission.agent,
+                           run_id=submission.run_id)
+    graded = [part for part in parts if part.task is not None and part.submission is not None]
+    items = [GradeItem.of(part.task, part.submission) for part in graded if part.task and part.submission]
+    request = body.model_copy(update={"rubric": body.rubric or DEFAULT_PAPERBENCH_RUBRIC})
+    leaves = sum(len(part.leaves) for part in graded)
+    if items and (not sync or leaves > service.settings.max_sync_leaves):
+        payload, _ = _payload(service, request, items, sync=False, batch=True)
+        return await _enqueue(service, tenant, "batch", payload, idempotency_key)
+    grades: dict[str, Grade] = {}
+    for part, item in zip(graded, items, strict=True):
+        payload, cost = _payload(service, request, [item], sync=True)
+        key = f"{idempotency_key}:{CATEGORY_SLUG[part.category]}" if idempotency_key else None
+        async with service.slots.slot(tenant, cost):
+            outcome = await grade_now(service.runtime, service.owner, tenant=tenant, payload=payload,
+                                      idempotency_key=key)
+        if outcome.grade is None:
+            return _sync_response(outcome, service.settings.max_sync_answer_bytes)  # raises the item's error
+        grades[part.category] = outcome.grade
+    result = assemble(rubric, parts, grades, submission_id=submission.submission_id, warnings=rubric.warnings)
+    return JSONResponse(result.summary())
+
+
+def refuse_in_batch(where: str) -> InputError:
+    """The error of a PaperBench item in a batch (its categories are items of their own)."""
+    return TaskFormatError('task_format "paperbench" is graded by POST /v1/grade (mode=async makes it a job)',
+                           field=f"{where}task_format")
