@@ -6,8 +6,9 @@ CLI takes (judge/grading/paperbench.py, the grading service without a store, so 
 Code Development leaves against the code, Code Execution and Result Analysis leaves fail for want of a
 reproduce.log. Printed per paper: leaves (against the rubric's count), passed leaves per category, the
 replication score (the root's weighted score), the Code Development score, and seconds (reading the
-submission and grading, each timed). The total is compared with the issue's target: all ten papers in minutes
-(floor printed: 600 s on the embedded judge).
+submission and grading, each timed; wall clock and this process's CPU seconds, since the machine may be shared).
+Each paper's row is printed as soon as it is graded. The total is compared with the issue's target: all ten
+papers in minutes (floor printed: 600 s on the embedded judge).
 
 Reproduce:  .venv/bin/python bench/paperbench_grade.py [--papers all|a,b] [--judge embedded]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 
@@ -57,11 +59,13 @@ def main() -> None:
     service = GradingService(load_rubric(args.rubric), build_judge(args.judge))
     table = Table(title=f"PaperBench official code graded whole ({args.rubric}, judge {args.judge})")
     for column in ("paper", "leaves (rubric)", "CD passed", "CE passed", "RA passed", "score", "CD score",
-                   "read s", "grade s", "total s"):
+                   "read s", "grade s", "total s", "CPU s"):
         table.add_column(column, justify="left" if column == "paper" else "right")
-    total = 0.0
+    total = cpu_total = 0.0
+    console = Console(width=160)
     for name in names:
         folder = DATA / name
+        cpu = time.process_time()
         started = time.perf_counter()
         paper = load_paper(folder)
         evidence = read_submission(folder / "submission")
@@ -69,7 +73,9 @@ def main() -> None:
         graded = asyncio.run(grade_paperbench(service, paper, evidence, submission_id=f"bench:{name}",
                                               remember=False))
         seconds = time.perf_counter() - started
+        cpu = time.process_time() - cpu
         total += seconds
+        cpu_total += cpu
         figures = {row.category: row for row in graded.figures}
 
         def passed(category: str, figures: dict[str, object] = figures) -> str:
@@ -80,11 +86,13 @@ def main() -> None:
         table.add_row(name, f"{figures['all'].leaves} ({_rubric_leaves(folder)})", passed("Code Development"),
                       passed("Code Execution"), passed("Result Analysis"), f"{graded.score:.3f}",
                       "-" if cd is None else f"{cd.score:.3f}", f"{read:.1f}", f"{seconds - read:.1f}",
-                      f"{seconds:.1f}")
-    Console(width=160).print(table)
+                      f"{seconds:.1f}", f"{cpu:.1f}")
+        console.print(f"{name}: {figures['all'].leaves} leaves, score {graded.score:.3f}, {seconds:.1f} s "
+                      f"({cpu:.1f} s CPU)", highlight=False)
+    console.print(table)
     verdict = "met" if total <= TARGET_TOTAL_SECONDS else "NOT met"
-    print(f"total {total:.0f} s for {len(names)} papers (target: all ten within {TARGET_TOTAL_SECONDS:.0f} s; "
-          f"{verdict})")
+    print(f"total {total:.0f} s wall, {cpu_total:.0f} s CPU for {len(names)} papers (target: all ten within "
+          f"{TARGET_TOTAL_SECONDS:.0f} s; {verdict}; load average at the end: {os.getloadavg()[0]:.1f})")
     print(f"reproduce: .venv/bin/python bench/paperbench_grade.py --papers {args.papers} --judge {args.judge}")
 
 

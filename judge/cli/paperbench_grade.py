@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 from rich.console import Console
@@ -19,8 +21,11 @@ from judge.cli.errors import EXIT_JUDGE
 from judge.errors import InputError
 from judge.grading.grader import upstream_down
 from judge.grading.paperbench import grade_paperbench
+from judge.grading.service import GradingService
 from judge.loaders.paperbench import PaperBenchRubric, SubmissionEvidence, load_paper, read_submission
 from judge.loaders.paperbench_tree import PaperBenchGrade
+
+T = TypeVar("T")
 
 
 def default_out(paper_id: str) -> Path:
@@ -28,11 +33,11 @@ def default_out(paper_id: str) -> Path:
     return Path(f"{paper_id}.graded.json")
 
 
-async def _grade(rubric_ref: str, judge_spec: str, paper: PaperBenchRubric, evidence: SubmissionEvidence, *,
-                 submission_id: str, samples: int, api_base: str | None, concurrency: int | None,
-                 database_url: str | None, refresh: bool) -> PaperBenchGrade:
-    """Grade through the store's caches as `expjudge grade` does; an unreachable store grades without them."""
-    from judge.grading.service import GradingService
+async def with_service(rubric_ref: str, judge_spec: str, use: Callable[[GradingService], Awaitable[T]], *,
+                       samples: int, api_base: str | None, concurrency: int | None, database_url: str | None,
+                       refresh: bool) -> tuple[T, str | None]:
+    """`use` a grading service with the store's caches, as `expjudge grade` does; an unreachable store grades
+    without them (the second value says why)."""
     from judge.judges.registry import build_judge
     from judge.rubric_loader import load_rubric
     from judge.settings import get_settings
@@ -48,13 +53,21 @@ async def _grade(rubric_ref: str, judge_spec: str, paper: PaperBenchRubric, evid
     try:
         cache = store.response_cache(read=not refresh) if warning is None else None
         judge = build_judge(judge_spec, samples=samples, api_base=api_base, max_concurrency=concurrency, cache=cache)
-        service = GradingService(rubric, judge, store=store if warning is None else None)
-        graded = await grade_paperbench(service, paper, evidence, submission_id=submission_id, refresh=refresh)
-        if warning:
-            graded.warnings.append(warning)
-        return graded
+        return await use(GradingService(rubric, judge, store=store if warning is None else None)), warning
     finally:
         await store.close()
+
+
+async def _grade(rubric_ref: str, judge_spec: str, paper: PaperBenchRubric, evidence: SubmissionEvidence, *,
+                 submission_id: str, samples: int, api_base: str | None, concurrency: int | None,
+                 database_url: str | None, refresh: bool) -> PaperBenchGrade:
+    graded, warning = await with_service(
+        rubric_ref, judge_spec,
+        lambda service: grade_paperbench(service, paper, evidence, submission_id=submission_id, refresh=refresh),
+        samples=samples, api_base=api_base, concurrency=concurrency, database_url=database_url, refresh=refresh)
+    if warning:
+        graded.warnings.append(warning)
+    return graded
 
 
 def render_paperbench(graded: PaperBenchGrade, console: Console, *, out: Path | None) -> None:
@@ -117,3 +130,42 @@ def grade_paper_command(paper_dir: Path, submission: Path, *, out: Path | None, 
     if down:
         Console(stderr=True).print("[red]judge failed:[/red] no leaf the judge was asked came back", highlight=False)
         raise typer.Exit(EXIT_JUDGE)
+
+
+def regrade_paperbench_command(paths: list[Path], papers_dir: Path, out: Path, *, rubric: str, judge: str,
+                               samples: int, api_base: str | None, concurrency: int | None,
+                               database_url: str | None) -> None:
+    """`expjudge regrade --paperbench PAPERS_DIR RUNS_DIR...` (judge/regrade/paperbench_runs.py).
+
+    Raises:
+        InputError: no paper folder, or a runs path that is no folder.
+        typer.Exit: 1 when a run could not be graded (each is in failures.jsonl).
+    """
+    import asyncio
+
+    from judge.regrade.paperbench_runs import find_runs, load_papers, regrade_paperbench
+
+    papers = load_papers(papers_dir)
+    runs = find_runs(paths, list(papers))
+    if not runs:
+        raise InputError("no PaperBench run (a folder or archive) in it", field=", ".join(map(str, paths)))
+    result, warning = asyncio.run(with_service(
+        rubric, judge, lambda service: regrade_paperbench(service, papers, runs, out), samples=samples,
+        api_base=api_base, concurrency=concurrency, database_url=database_url, refresh=False))
+    console = Console()
+    table = Table(title=f"PaperBench runs ({len(result.graded)} graded, {len(result.failures)} failed)")
+    for column in ("run", "paper", "leaves", "passed", "score"):
+        table.add_column(column, justify="left" if column in ("run", "paper") else "right")
+    for run, graded in result.graded:
+        figures = {f.category: f for f in graded.figures}
+        cached = " (cached)" if graded.from_cache and all(graded.from_cache.values()) else ""
+        table.add_row(shown(run.name) + cached, shown(graded.paper_id), str(figures["all"].leaves),
+                      str(figures["all"].passed), f"{graded.score:.3f}")
+    console.print(table)
+    for name, why in result.failures:
+        console.print(f"[red]not graded:[/red] {shown(name)}: {shown(why)}", soft_wrap=True)
+    if warning:
+        console.print(f"[yellow]warning:[/yellow] {shown(warning)}", soft_wrap=True)
+    console.print("written: " + ", ".join(shown(str(p)) for p in result.written), soft_wrap=True)
+    if result.failures:
+        raise typer.Exit(1)

@@ -51,7 +51,7 @@ def leaves(tree: dict[str, Any]) -> list[dict[str, Any]]:
 def check_weighted(tree: dict[str, Any]) -> None:
     """Every inner node's score is the weighted mean of its children's (PaperBench's score_from_children)."""
     for node in nodes(tree):
-        assert NODE_KEYS <= node.keys(), node["id"]
+        assert node.keys() >= NODE_KEYS, node["id"]
         if node["sub_tasks"]:
             total = sum(c["weight"] for c in node["sub_tasks"])
             assert node["score"] == pytest.approx(sum(c["score"] * c["weight"] for c in node["sub_tasks"]) / total)
@@ -175,3 +175,23 @@ def test_a_real_paper_with_its_official_code(tmp_path: Path) -> None:
     assert figures == {"Code Development": 87, "Code Execution": 223, "Result Analysis": 21, "all": 331}
     check_weighted(answer["graded_tree"])
     assert 0.0 < answer["score"] < 1.0  # the official code has no reproduce.log: its execution leaves fail
+
+
+def test_regrade_grades_a_folder_of_paperbench_runs(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copytree(RUN, runs / "toy-adam_run-1")
+    shutil.copytree(RUN, runs / "toy-adam_run-2" / "submission")
+    (runs / "unknown_run").mkdir()
+    (runs / "unknown_run" / "main.py").write_text("print(1)\n")
+    done = cli(tmp_path, "regrade", "runs", "--paperbench", str(FIXTURE), "--out", "out")
+    assert done.returncode == 1, done.stderr  # one run has no paper: graded the others, said so, exit 1
+    rows = (tmp_path / "out" / "paperbench_runs.csv").read_text().splitlines()
+    assert rows[0].startswith("run,paper,score,leaves") and len(rows) == 3
+    assert {row.split(",")[0] for row in rows[1:]} == {"toy-adam_run-1", "toy-adam_run-2"}
+    for run in ("toy-adam_run-1", "toy-adam_run-2"):
+        tree = json.loads((tmp_path / "out" / f"{run}.graded.json").read_text())
+        assert len(leaves(tree)) == 7
+        check_weighted(tree)
+    failures = [json.loads(line) for line in (tmp_path / "out" / "failures.jsonl").read_text().splitlines()]
+    assert [f["run"] for f in failures] == ["unknown_run"] and "unknown_run" in done.stdout
