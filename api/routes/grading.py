@@ -219,9 +219,10 @@ async def grade(
     if sync:
         service.slots.check_room(tenant)  # a key over its share is refused before its request is priced
     if body.task_format == "paperbench":  # one item per leaf category (api/routes/paperbench_grade.py)
-        from api.routes.paperbench_grade import grade_paperbench_request
+        from api.routes.paperbench_grade import GradeRoute, grade_paperbench_request
 
-        return await grade_paperbench_request(body, service, tenant, idempotency_key, sync=sync)
+        return await grade_paperbench_request(body, service, tenant, idempotency_key, sync=sync,
+                                              route=GradeRoute(_payload, _enqueue, _sync_response))
     try:
         payload, leaves = _payload(service, body, [_parse_item(body, "")], sync=sync)
     except RequestTooCostlyError:

@@ -12,6 +12,8 @@ tree (`judge.grading.paperbench.assemble`; the client does it).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Response
@@ -23,7 +25,7 @@ from api.errors import field_path
 from api.schemas import GradeRequest
 from judge.errors import InputError, SubmissionFormatError, TaskFormatError
 from judge.grading.paperbench import DEFAULT_PAPERBENCH_RUBRIC
-from judge.jobs import GradeItem, grade_now
+from judge.jobs import GradeItem, JobPayload, SyncGrade, grade_now
 from judge.loaders.native import parse_submission
 from judge.loaders.paperbench import CATEGORY_SLUG, SubmissionEvidence, category_parts, parse_rubric_tree
 from judge.loaders.paperbench_tree import assemble
@@ -50,16 +52,25 @@ def _task(body: GradeRequest) -> PaperBenchTask:
         raise TaskFormatError(error["msg"], field=f"task.{field_path(error['loc'])}") from None
 
 
+@dataclass(frozen=True)
+class GradeRoute:
+    """What POST /v1/grade does with items (api/routes/grading.py hands its own functions in, so this module
+    never imports it back): price them into a payload, queue a job, answer a synchronous outcome."""
+
+    payload: Callable[..., tuple[JobPayload, int]]
+    enqueue: Callable[[Service, str, str, JobPayload, str | None], Awaitable[JSONResponse]]
+    sync_response: Callable[[SyncGrade, int], Response]
+
+
 async def grade_paperbench_request(body: GradeRequest, service: Service, tenant: str, idempotency_key: str | None,
-                                   *, sync: bool) -> Response:
+                                   *, sync: bool, route: GradeRoute) -> Response:
     """Grade a PaperBench request (see the module's docstring).
 
     Raises:
         InputError: a field of the rubric tree or the submission is wrong (422 naming it).
         RequestTooCostlyError: an item over the job bound (413).
     """
-    from api.routes.grading import _enqueue, _payload, _sync_response
-
+    _payload, _enqueue, _sync_response = route.payload, route.enqueue, route.sync_response
     spec = _task(body)
     rubric = parse_rubric_tree(spec.rubric, paper_id=spec.paper_id, title=spec.title, where="task.rubric")
     rubric.addendum = spec.addendum
