@@ -2,7 +2,7 @@
 answer (a graded tree at once, or a job whose grades make one) read back as a `PaperBenchGrade`.
 
 The submission is read here, on the client's side (a folder, or a .tar/.tar.gz/.zip archive, as `expjudge
-grade --paper` reads it), and sent as its all-added diff; the rubric tree, the paper's id and title and its
+grade --paper` reads it), and sent as its text files (path -> text); the rubric tree, the paper's id and title and its
 addendum go as the task. Either answer ends in the same `assemble` the CLI uses, from the stored grades, so
 the client's tree is the service's.
 """
@@ -37,7 +37,7 @@ def paperbench_body(paper_dir: Path, submission: Path, *, submission_id: str | N
     body = {"task_format": "paperbench",
             "task": {"rubric": paper.tree, "paper_id": paper.paper_id, "title": paper.title,
                      "addendum": paper.addendum},
-            "submission": {"submission_id": name, "diff": evidence.diff}}
+            "submission": {"submission_id": name, "files": evidence.texts()}}
     return paper, evidence, name, body
 
 

@@ -1,11 +1,11 @@
 """POST /v1/grade with `task_format: "paperbench"`: a PaperBench submission against its paper's rubric.
 
 The body's `task` is a `PaperBenchTask` (the rubric tree as `rubric.json` holds it, the paper's id and title,
-the addendum); its `submission` is a native submission whose `diff` is the repository as an all-added diff
-(the client builds it from a folder or archive: `judge/client_paperbench.py`). Each category with evidence is
-one item (judge/grading/paperbench.py). Synchronously (the default, when all the items' leaves fit the
-synchronous bound) each item is graded as a synchronous grade is, and the answer is PaperBench's graded tree
-with its per-category figures (200). With `mode=async`, or above the synchronous bound, the items become one
+the addendum); its `submission` a `PaperBenchSubmission`: the repository's text files, path -> text (the
+client reads them from a folder or archive: `judge/client_paperbench.py`). Each category with evidence is
+one item (judge/grading/paperbench.py). Synchronously (the default, when every item is within the
+synchronous bounds) each item is graded as a synchronous grade is, and the answer is PaperBench's graded tree
+with its per-category figures (200). With `mode=async`, or above the synchronous bounds, the items become one
 job (202, as POST /v1/grade/batch answers): its grades, in the order of the categories, assemble into the
 tree (`judge.grading.paperbench.assemble`; the client does it).
 """
@@ -25,12 +25,23 @@ from api.errors import field_path
 from api.schemas import GradeRequest
 from judge.errors import InputError, SubmissionFormatError, TaskFormatError
 from judge.grading.paperbench import DEFAULT_PAPERBENCH_RUBRIC
+from judge.grading.request_cost import RequestTooCostlyError
 from judge.jobs import GradeItem, JobPayload, SyncGrade, grade_now
-from judge.loaders.native import parse_submission
 from judge.loaders.paperbench import CATEGORY_SLUG, SubmissionEvidence, category_parts, parse_rubric_tree
 from judge.loaders.paperbench_tree import assemble
 from judge.models import Grade
-from judge.models.bounds import check_document
+from judge.models.bounds import StoredId, StoredName, check_document
+
+
+class PaperBenchSubmission(BaseModel):
+    """A PaperBench submission as `submission` of POST /v1/grade: the repository's text files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    submission_id: StoredId = Field(min_length=1)
+    agent: StoredName | None = None
+    run_id: StoredId | None = None
+    files: dict[str, str] = Field(description="Path (from the repository's root) -> the file's text.")
 
 
 class PaperBenchTask(BaseModel):
@@ -45,11 +56,26 @@ class PaperBenchTask(BaseModel):
 
 
 def _task(body: GradeRequest) -> PaperBenchTask:
+    check_document(body.task, field="task", error=TaskFormatError)
     try:
         return PaperBenchTask.model_validate(body.task)
     except ValidationError as exc:
         error = exc.errors()[0]
         raise TaskFormatError(error["msg"], field=f"task.{field_path(error['loc'])}") from None
+
+
+def _submission(body: GradeRequest) -> PaperBenchSubmission:
+    # Each file is a string of its own, so the bound on one string (1M characters) is per file, not the repository.
+    check_document(body.submission, field="submission", error=SubmissionFormatError)
+    try:
+        submission = PaperBenchSubmission.model_validate(body.submission)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise SubmissionFormatError(error["msg"], field=f"submission.{field_path(error['loc'])}") from None
+    if not any(text for text in submission.files.values()):
+        raise SubmissionFormatError("a PaperBench submission needs the repository's text files; none has text",
+                                    field="submission.files")
+    return submission
 
 
 @dataclass(frozen=True)
@@ -74,26 +100,24 @@ async def grade_paperbench_request(body: GradeRequest, service: Service, tenant:
     spec = _task(body)
     rubric = parse_rubric_tree(spec.rubric, paper_id=spec.paper_id, title=spec.title, where="task.rubric")
     rubric.addendum = spec.addendum
-    check_document(body.submission, field="submission", error=SubmissionFormatError)
-    submission = parse_submission(body.submission, field="submission")
-    if not submission.diff:
-        raise SubmissionFormatError("a PaperBench submission is its repository as an all-added diff; `diff` is "
-                                    "empty", field="submission.diff")
-    evidence = SubmissionEvidence.from_diff(submission.diff, source="submission.diff")
-    if not evidence.entries:
-        raise SubmissionFormatError("no `diff --git` file entry in the diff", field="submission.diff")
+    submission = _submission(body)
+    evidence = SubmissionEvidence.from_files(submission.files, source="submission.files")
     parts = category_parts(rubric, evidence, submission_id=submission.submission_id, agent=submission.agent,
                            run_id=submission.run_id)
     graded = [part for part in parts if part.task is not None and part.submission is not None]
     items = [GradeItem.of(part.task, part.submission) for part in graded if part.task and part.submission]
     request = body.model_copy(update={"rubric": body.rubric or DEFAULT_PAPERBENCH_RUBRIC})
-    leaves = sum(len(part.leaves) for part in graded)
-    if items and (not sync or leaves > service.settings.max_sync_leaves):
+    priced: list[tuple[JobPayload, int]] = []
+    if sync:
+        try:  # each category within the synchronous bounds, else all of them as one job
+            priced = [_payload(service, request, [item], sync=True) for item in items]
+        except RequestTooCostlyError:
+            sync = False
+    if items and not sync:
         payload, _ = _payload(service, request, items, sync=False, batch=True)
         return await _enqueue(service, tenant, "batch", payload, idempotency_key)
     grades: dict[str, Grade] = {}
-    for part, item in zip(graded, items, strict=True):
-        payload, cost = _payload(service, request, [item], sync=True)
+    for part, (payload, cost) in zip(graded, priced, strict=True):
         key = f"{idempotency_key}:{CATEGORY_SLUG[part.category]}" if idempotency_key else None
         async with service.slots.slot(tenant, cost):
             outcome = await grade_now(service.runtime, service.owner, tenant=tenant, payload=payload,

@@ -176,6 +176,25 @@ class SubmissionEvidence:
                 entries[match.group(1)] = entry
         return cls(source=source, diff=diff, files=list(entries), entries=entries, warnings=list(warnings or []))
 
+    @classmethod
+    def from_files(cls, files: dict[str, str], *, source: str) -> SubmissionEvidence:
+        """The evidence of a repository given as its text files (path -> text), as a client sends it."""
+        from judge.repo_snapshot import added_file_diff
+
+        return cls.from_diff("".join(added_file_diff(path, text) for path, text in files.items() if text),
+                             source=source)
+
+    def texts(self) -> dict[str, str]:
+        """Each file's text (path -> text), read back from its all-added diff entry (`from_files` inverts it)."""
+        texts: dict[str, str] = {}
+        for path, entry in self.entries.items():
+            body = entry.split("\n@@ ", 1)[1].split("\n", 1)[1] if "\n@@ " in entry else ""
+            lines = body.split("\n")[:-1]  # the entry ends with a newline
+            complete = not (lines and lines[-1] == "\\ No newline at end of file")
+            kept = [line[1:] for line in (lines if complete else lines[:-1])]
+            texts[path] = "\n".join(kept) + ("\n" if complete and kept else "")
+        return texts
+
     def has(self, path: str) -> bool:
         """True when the repository holds a non-empty text file at `path` (from its root)."""
         return path in self.entries

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ import pytest
 
 from judge.client import ExpJudgeClient
 from judge.client_paperbench import paperbench_body
-from tests.api.conftest import Service
+from judge.devtools.local_services import start_service
+from tests.api.conftest import Service, service_env
 from tests.api.test_api_grading import wait_for_job
 
 FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "paperbench"
@@ -64,7 +66,8 @@ def test_async_grade_is_a_job_whose_grades_the_client_assembles(service: Service
      "task.rubric.sub_tasks[1].sub_tasks[0].task_category"),
     (lambda b: b["task"]["rubric"]["sub_tasks"][0].update(weight="heavy"), "task.rubric.sub_tasks[0].weight"),
     (lambda b: b["task"].pop("rubric"), "task.rubric"),
-    (lambda b: b["submission"].update(diff=""), "submission.diff"),
+    (lambda b: b["submission"].update(files={}), "submission.files"),
+    (lambda b: b["submission"].update(diff="x"), "submission.diff"),
 ])
 def test_bad_paperbench_request_is_422_naming_the_field(service: Service, change: Any, field: str) -> None:
     body = copy.deepcopy(request())
@@ -83,3 +86,29 @@ def test_paperbench_in_a_batch_is_refused_naming_the_route(service: Service) -> 
     assert response.status_code == 422, response.text
     error = response.json()["error"]
     assert error["field"] == "items[0].task_format" and "POST /v1/grade" in error["message"], json.dumps(error)
+
+
+@pytest.fixture(scope="module")
+def small_sync(logs: Path, stub: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """A service whose synchronous grades may expand to 2 leaves at most (the fixture's categories have 2-3)."""
+    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('pb-small') / 'store.db'}"
+    env = service_env(url, stub, EXPJUDGE_MAX_SYNC_LEAVES="2")
+    child, base = start_service(logs, env)
+    running = Service("small-sync", base, env, child)
+    try:
+        running.add_key("alpha")
+        yield running
+    finally:
+        child.stop()
+
+
+def test_a_rubric_over_the_synchronous_bounds_becomes_a_job(small_sync: Service) -> None:
+    with small_sync.client() as client:
+        accepted = client.post("/v1/grade", json=request())  # asked synchronously
+        assert accepted.status_code == 202, accepted.text
+        job = wait_for_job(client, accepted.headers["location"])
+    assert job["state"] == "succeeded" and job["progress"]["total"] == 3
+    with ExpJudgeClient(small_sync.base, api_key=small_sync.keys["alpha"]) as client:
+        graded = client.grade_paperbench(PAPER, RUN)  # the client follows the job and assembles the tree
+    assert len(leaf_scores(graded.tree)) == 7 and set(graded.grades) == {"Code Development", "Code Execution",
+                                                                           "Result Analysis"}

@@ -19,7 +19,13 @@ import pytest
 
 from judge.devtools.local_services import expjudge_command, offline_env
 from judge.errors import InputError
-from judge.loaders.paperbench import category_parts, load_paper, parse_rubric_tree, read_submission
+from judge.loaders.paperbench import (
+    SubmissionEvidence,
+    category_parts,
+    load_paper,
+    parse_rubric_tree,
+    read_submission,
+)
 from judge.models import Task
 from judge.rubric_loader import expand_rubric, load_rubric
 
@@ -120,6 +126,9 @@ def test_archives_grade_as_the_folder_does(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         trees.append(json.loads((tmp_path / f"{archive}.json").read_text()))
     assert [n["score"] for n in nodes(trees[0])] == [n["score"] for n in nodes(trees[1])]
+    (tmp_path / "broken.zip").write_bytes(b"not a zip at all")
+    with pytest.raises(InputError, match="not a readable zip archive"):
+        read_submission(tmp_path / "broken.zip")
 
 
 @pytest.mark.parametrize(("args", "words"), [
@@ -162,6 +171,8 @@ def test_category_parts_send_each_category_its_evidence() -> None:
     assert "b/reproduce.sh" in (execution.diff or "") and "b/optimizer.py" not in (execution.diff or "")
     assert "b/results/metrics.csv" in (results.diff or "") and "b/train.py" not in (results.diff or "")
     assert parts["Code Development"].task is not None and parts["Code Development"].task.method  # the addendum
+    evidence = read_submission(RUN)  # what a client sends (its files) is read back as the same evidence
+    assert SubmissionEvidence.from_files(evidence.texts(), source="files").diff == evidence.diff
 
 
 @pytest.mark.skipif(not (SHARED / "sample-specific-masks" / "rubric.json").is_file(), reason="shared data absent")
