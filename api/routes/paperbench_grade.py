@@ -72,6 +72,10 @@ def _submission(body: GradeRequest) -> PaperBenchSubmission:
     except ValidationError as exc:
         error = exc.errors()[0]
         raise SubmissionFormatError(error["msg"], field=f"submission.{field_path(error['loc'])}") from None
+    for path in submission.files:  # a path is one line of the diff it becomes
+        if not path.strip() or any(ord(c) < 32 or c == "\x7f" for c in path) or path.startswith("/"):
+            raise SubmissionFormatError(f"file path {path[:100]!r}: a path must be relative, non-empty and free of "
+                                        "control characters", field="submission.files")
     if not any(text for text in submission.files.values()):
         raise SubmissionFormatError("a PaperBench submission needs the repository's text files; none has text",
                                     field="submission.files")

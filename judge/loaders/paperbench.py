@@ -28,7 +28,7 @@ import yaml
 
 from judge.errors import InputError
 from judge.models import Submission, Task
-from judge.models.task import RequirementStage
+from judge.models.task import MAX_GROUND_TRUTH_ITEM, RequirementStage
 
 RUBRIC_FILE = "rubric.json"
 CATEGORIES = ("Code Development", "Code Execution", "Result Analysis")
@@ -109,6 +109,9 @@ def parse_rubric_tree(data: Any, *, paper_id: str, title: str = "", where: str =
         if not children:
             if not text:
                 raise InputError("a leaf needs a non-empty requirements text", field=f"{path}.requirements")
+            if len(text) > MAX_GROUND_TRUTH_ITEM:
+                raise InputError(f"a leaf's requirements may hold at most {MAX_GROUND_TRUTH_ITEM:,} characters",
+                                 field=f"{path}.requirements")
             leaves.append(PaperBenchLeaf(len(leaves), node["id"], text, float(weight),
                                          _category(node.get("task_category"), path), ancestors))
             return

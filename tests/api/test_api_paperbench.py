@@ -68,6 +68,8 @@ def test_async_grade_is_a_job_whose_grades_the_client_assembles(service: Service
     (lambda b: b["task"].pop("rubric"), "task.rubric"),
     (lambda b: b["submission"].update(files={}), "submission.files"),
     (lambda b: b["submission"].update(diff="x"), "submission.diff"),
+    (lambda b: b["submission"]["files"].update({"bad\npath.py": "x = 1\n"}), "submission.files"),
+    (lambda b: b["task"]["rubric"].update(requirements=7), "task.rubric.requirements"),
 ])
 def test_bad_paperbench_request_is_422_naming_the_field(service: Service, change: Any, field: str) -> None:
     body = copy.deepcopy(request())
