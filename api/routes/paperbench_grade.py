@@ -24,7 +24,7 @@ from api.deps import Service
 from api.errors import field_path
 from api.schemas import GradeRequest
 from judge.errors import InputError, SubmissionFormatError, TaskFormatError
-from judge.grading.paperbench import DEFAULT_PAPERBENCH_RUBRIC
+from judge.grading.paperbench import DEFAULT_PAPERBENCH_RUBRIC, check_rubric_stages
 from judge.grading.request_cost import RequestTooCostlyError
 from judge.jobs import GradeItem, JobPayload, SyncGrade, grade_now
 from judge.loaders.paperbench import CATEGORY_SLUG, SubmissionEvidence, category_parts, parse_rubric_tree
@@ -111,6 +111,8 @@ async def grade_paperbench_request(body: GradeRequest, service: Service, tenant:
     graded = [part for part in parts if part.task is not None and part.submission is not None]
     items = [GradeItem.of(part.task, part.submission) for part in graded if part.task and part.submission]
     request = body.model_copy(update={"rubric": body.rubric or DEFAULT_PAPERBENCH_RUBRIC})
+    if items:  # an unknown rubric is 422 here; one that cannot grade a category too
+        check_rubric_stages(service.runtime.check(_payload(service, request, items[:1], sync=False)[0]), graded)
     priced: list[tuple[JobPayload, int]] = []
     if sync:
         try:  # each category within the synchronous bounds, else all of them as one job

@@ -9,12 +9,33 @@ grades are then read back into PaperBench's graded tree (judge/loaders/paperbenc
 
 from __future__ import annotations
 
+from judge.errors import RubricError
 from judge.grading.service import GradingService
-from judge.loaders.paperbench import PaperBenchRubric, SubmissionEvidence, category_parts
+from judge.loaders.paperbench import (
+    STAGE_OF_CATEGORY,
+    CategoryPart,
+    PaperBenchRubric,
+    SubmissionEvidence,
+    category_parts,
+)
 from judge.loaders.paperbench_tree import PaperBenchGrade, assemble
-from judge.models import Grade
+from judge.models import Grade, Rubric
 
 DEFAULT_PAPERBENCH_RUBRIC = "judgeeval-v1"
+
+
+def check_rubric_stages(rubric: Rubric, parts: list[CategoryPart]) -> None:
+    """Fail fast when `rubric` cannot grade a category: its stage needs a requirement template.
+
+    Raises:
+        RubricError: naming the rubric and the stage it lacks.
+    """
+    for part in parts:
+        stage = STAGE_OF_CATEGORY[part.category]
+        spec = rubric.stage(stage)
+        if part.task is not None and (spec is None or not any(t.expands == "requirement" for t in spec.leaves)):
+            raise RubricError(f"has no requirement leaf in stage {stage!r}, so it cannot grade {part.category} leaves "
+                              f"(use {DEFAULT_PAPERBENCH_RUBRIC})", field=f"rubric {rubric.id}")
 
 
 async def grade_paperbench(service: GradingService, rubric: PaperBenchRubric, evidence: SubmissionEvidence, *,
@@ -34,9 +55,11 @@ async def grade_paperbench(service: GradingService, rubric: PaperBenchRubric, ev
         remember: Put fresh grades in the grade cache.
 
     Raises:
+        RubricError: the service's rubric cannot grade one of the categories.
         MalformedDiffError: a category's evidence does not parse as a diff.
     """
     parts = category_parts(rubric, evidence, submission_id=submission_id, agent=agent, run_id=run_id)
+    check_rubric_stages(service.grader.rubric, parts)
     grades: dict[str, Grade] = {}
     from_cache: dict[str, bool] = {}
     for part in parts:

@@ -206,3 +206,13 @@ def test_regrade_grades_a_folder_of_paperbench_runs(tmp_path: Path) -> None:
         check_weighted(tree)
     failures = [json.loads(line) for line in (tmp_path / "out" / "failures.jsonl").read_text().splitlines()]
     assert [f["run"] for f in failures] == ["unknown_run"] and "unknown_run" in done.stdout
+
+
+def test_a_rubric_that_cannot_grade_a_category_is_refused_up_front() -> None:
+    from judge.errors import RubricError
+    from judge.grading.paperbench import check_rubric_stages
+
+    parts = category_parts(load_paper(PAPER), read_submission(RUN), submission_id="s")
+    check_rubric_stages(load_rubric("judgeeval-v1"), parts)
+    with pytest.raises(RubricError, match="Code Execution"):
+        check_rubric_stages(load_rubric("expbench-v1"), parts)
