@@ -12,7 +12,7 @@ from judge.models import ReferenceFile
 from judge.store import GradeSummary
 
 RUBRIC_REF = r"^[a-z0-9][a-z0-9_.-]*$"
-TaskFormat = Literal["native", "expbench"]
+TaskFormat = Literal["native", "expbench", "paperbench"]
 JudgeSpec = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 
 
@@ -68,7 +68,9 @@ class GradeRequestItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task: dict[str, Any] = Field(description="Native task JSON, or an ExpBenchTask when task_format is expbench.")
+    task: dict[str, Any] = Field(description="Native task JSON, or an ExpBenchTask when task_format is expbench, or "
+                                             "a PaperBenchTask (rubric tree, paper_id, title, addendum) when it is "
+                                             "paperbench (POST /v1/grade only; docs/paperbench.md).")
     submission: dict[str, Any] = Field(description="Native submission JSON.")
     task_format: TaskFormat = "native"
 

@@ -4,6 +4,7 @@
         grade = client.grade(task, submission)              # a judge.models.Grade
         job = client.submit(task, submission)               # POST /v1/grade?mode=async -> Job
         grades = client.results(client.wait(job))           # poll, then fetch every grade
+        graded = client.grade_paperbench(Path("paper"), Path("run.tar.gz"))  # a PaperBench graded tree
         page = client.list_grades(run_id="run-1")
         client.label(grade.grade_id, "requirement.0", "fail", note="the loss is never logged")  # a reviewer key
         client.labels(grade.grade_id).labels                # the labels this key may see
@@ -22,7 +23,8 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 from pydantic import BaseModel
@@ -40,6 +42,9 @@ from judge.client_models import (
     api_error,
 )
 from judge.models import Grade, Submission, Task
+
+if TYPE_CHECKING:
+    from judge.loaders.paperbench_tree import PaperBenchGrade
 
 __all__ = ["AsyncExpJudgeClient", "ExpJudgeClient", "GradeLabels", "Label", "LabelChange", "new_idempotency_key"]
 
@@ -189,6 +194,28 @@ class ExpJudgeClient:
         body = {"items": [_Core.item(t, s, task_format) for t, s in items]} | _Core.spec(rubric, judge, samples,
                                                                                        refresh)
         return Job.model_validate_json(self._post("/v1/grade/batch", body, idempotency_key).content)
+
+    def grade_paperbench(self, paper_dir: Path, submission: Path, *, rubric: str | None = None,
+                         judge: str | None = None, samples: int | None = None, refresh: bool = False,
+                         mode: Literal["sync", "async"] = "sync", idempotency_key: str | None = None,
+                         timeout: float = 600.0) -> PaperBenchGrade:
+        """Grade a PaperBench submission (folder or archive) against its paper folder (`POST /v1/grade`,
+        task_format "paperbench"), waiting for the job when the service made one (judge/client_paperbench.py).
+
+        Raises:
+            InputError: the paper folder or the submission does not read (nothing is sent).
+            JobFailedError: a category's grade is missing from the job.
+        """
+        from judge.client_paperbench import grades_of_answer, paperbench_body, paperbench_result
+
+        paper, evidence, name, item = paperbench_body(paper_dir, submission)
+        response = self._post("/v1/grade", item | _Core.spec(rubric, judge, samples, refresh), idempotency_key,
+                              {"mode": mode})
+        if response.status_code == 202:
+            grades = self.results(self.wait(Job.model_validate_json(response.content), timeout=timeout))
+        else:
+            grades = grades_of_answer(response.json(), self.fetch)
+        return paperbench_result(paper, evidence, name, grades)
 
     def job(self, job_id: str) -> Job:
         """A job's state, progress and results (`GET /v1/jobs/{id}`)."""

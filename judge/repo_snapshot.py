@@ -1,4 +1,4 @@
-"""A repository handed in as a folder or a tar archive, read as one all-added unified diff.
+"""A repository handed in as a folder or a tar or zip archive, read as one all-added unified diff.
 
 PaperBench submissions (and JudgeEval's) are repositories, not diffs. Graded as "every file added", a
 repository becomes a diff the diff evidence layer reads like any other: one `new file` entry per text file.
@@ -12,6 +12,7 @@ the repository root, as `git archive --prefix` and `tar czf repo.tgz repo/` make
 from __future__ import annotations
 
 import tarfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,6 +25,7 @@ from judge.errors import InputError
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 _SNIFF = 8192
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+ZIP_SUFFIX = ".zip"
 
 
 @dataclass
@@ -198,14 +200,44 @@ def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
     return handle.read() if handle is not None else b""
 
 
-def snapshot_repository(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> RepoSnapshot:
-    """A repository folder or tar archive as an all-added diff.
+def snapshot_zip(archive: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> RepoSnapshot:
+    """The all-added diff of a repository in a zip archive, read member by member as a tar is.
 
     Raises:
-        InputError: naming the path when it is neither.
+        InputError: naming the archive when it does not read as a zip.
+    """
+    snapshot = RepoSnapshot(source=str(archive), diff="")
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            members = [m for m in bundle.infolist() if not m.is_dir() and _member_path(m.filename)]
+            names = [_member_path(m.filename) for m in members]
+            root = _tar_root(names)
+            files = sorted(zip((n[len(root) + 1:] if root else n for n in names), members, strict=True),
+                           key=lambda pair: pair[0])
+            ignores = _Ignores({str(PurePosixPath(rel).parent).removeprefix("."): bundle.read(m).decode(
+                "utf-8", "replace") for rel, m in files if PurePosixPath(rel).name == ".gitignore"})
+            parts: list[str] = []
+            for rel, member in files:
+                if ignores.ignored(rel):
+                    snapshot.ignored += 1
+                else:
+                    _add(snapshot, parts, rel, member.file_size, max_file_bytes, partial(bundle.read, member))
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as exc:
+        raise InputError(f"not a readable zip archive: {exc}", field=str(archive)) from None
+    snapshot.diff = "".join(parts)
+    return snapshot
+
+
+def snapshot_repository(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> RepoSnapshot:
+    """A repository folder, tar archive or zip archive as an all-added diff.
+
+    Raises:
+        InputError: naming the path when it is none of these.
     """
     if path.is_dir():
         return snapshot_folder(path, max_file_bytes=max_file_bytes)
     if is_tar(path):
         return snapshot_tar(path, max_file_bytes=max_file_bytes)
-    raise InputError("expected a repository folder or a tar archive (.tar, .tar.gz, .tgz, ...)", field=str(path))
+    if path.is_file() and path.name.lower().endswith(ZIP_SUFFIX):
+        return snapshot_zip(path, max_file_bytes=max_file_bytes)
+    raise InputError("expected a repository folder or an archive (.tar, .tar.gz, .tgz, .zip, ...)", field=str(path))

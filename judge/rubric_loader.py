@@ -116,11 +116,14 @@ def expand_rubric(rubric: Rubric, task: Task) -> list[Leaf]:
     """The concrete leaves of `rubric` for `task`: one per ground-truth item per template.
 
     A template with no ground truth to range over (e.g. a task without design ground truth)
-    yields one placeholder leaf marked `no_ground_truth`, graded `unscored`, never failed.
+    yields one placeholder leaf marked `no_ground_truth`, graded `unscored`, never failed. A task with a
+    `requirement_stage` expands its requirements only in that stage's requirement templates.
     """
     leaves: list[Leaf] = []
     for stage in rubric.stages:
         for template in stage.leaves:
+            if template.expands == "requirement" and task.requirement_stage not in (None, stage.stage):
+                continue  # the task's requirements belong to another stage (no placeholder: nothing is missing)
             items = _items(template, task)
             common = {
                 "template_id": template.id, "stage": stage.stage, "title": template.title,

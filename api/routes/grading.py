@@ -97,6 +97,10 @@ def _parse_item(item: GradeRequestItem, where: str) -> GradeItem:
 def _parse_task(item: GradeRequestItem, where: str) -> Task:
     # Free-form parts (metadata, a question entry) are bounded before anything walks or stores them.
     check_document(item.task, field=f"{where}task", error=TaskFormatError)
+    if item.task_format == "paperbench":  # reached from a batch only: POST /v1/grade takes it first
+        from api.routes.paperbench_grade import refuse_in_batch
+
+        raise refuse_in_batch(where)
     if item.task_format == "expbench":
         try:
             spec = ExpBenchTask.model_validate(item.task)
@@ -239,6 +243,17 @@ async def grade(
     # The gate (api/middleware.py) gave this request its key's turn to be read and priced: it is given back once
     # priced. A request the gate did not see (a job asked for in the body) takes no turn.
     give_back = getattr(request.state, PRICING_TURN, None)
+    if body.task_format == "paperbench":  # one item per leaf category (api/routes/paperbench_grade.py)
+        from api.routes.paperbench_grade import GradeRoute, grade_paperbench_request
+
+        try:
+            if sync:
+                service.slots.check_room(key)  # a key over its share is refused before its request is priced
+            return await grade_paperbench_request(body, service, tenant, idempotency_key, sync=sync, slot_key=key,
+                                                  route=GradeRoute(_payload, _enqueue, _sync_response))
+        finally:
+            if give_back is not None:
+                give_back()
     try:
         if sync:
             service.slots.check_room(key)  # refused unpriced once over its share, as the requests before it made it

@@ -7,8 +7,9 @@
 2. Emptied helpers on the held-out half of ../shared/data/expbench/gt_code (`split_papers`, as
    bench/judging/location_gold.py and training/train_requirement_model.py split it), with the paper's code as the
    reference and without: for up to 3 requirements per task whose cited lines all sit in Python functions, those
-   functions' bodies are replaced by `pass` (their callers kept). Prints the pass rate of the emptied leaves (target <= 0.05),
-   of the other leaves (cited lines in no emptied function) beside the same leaves on own code, and own code's.
+   functions' bodies are replaced by `pass` (their callers kept). Prints the pass rate of the emptied leaves
+   (target <= 0.05), of the other leaves (cited lines in no emptied function) beside the same leaves on own code,
+   and own code's.
 
 Run it before and after a change with the same bench code: `PYTHONPATH=/work/main python bench/judging/hollow_gold.py`
 grades with main's judge.

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from judge.cli.app import JUDGE_HELP, app
 from judge.cli.display import longest_piece, shown, shown_folded, thresholds_words
-from judge.cli.errors import EXIT_JUDGE, exit_on_input_error
+from judge.cli.errors import EXIT_INPUT, EXIT_JUDGE, exit_on_input_error
 from judge.errors import MalformedDiffError
 from judge.grading.grader import upstream_down
 from judge.grading.service import ServedGrade
@@ -181,11 +181,13 @@ def with_reference(task: Task, reference_repo: Path) -> Task:
 @app.command("grade")
 def grade_command(
     task: Annotated[
-        Path, typer.Option("--task", help="Task file: EXP-Bench *_complete_final.json or native JSON.")
-    ],
+        Path | None, typer.Option("--task", help="Task file: EXP-Bench *_complete_final.json or native JSON "
+                                                 "(a PaperBench paper folder is read as --paper).")
+    ] = None,
     submission: Annotated[
-        Path, typer.Option("--submission", help="EXP-Bench *_eval_gen.json or native JSON.")
-    ],
+        Path | None, typer.Option("--submission", help="EXP-Bench *_eval_gen.json or native JSON; with --paper, "
+                                                        "the submission folder or .tar/.tar.gz/.zip archive.")
+    ] = None,
     task_index: Annotated[
         int | None, typer.Option("--task-index", help="Which task of a multi-task file.")
     ] = None,
@@ -207,9 +209,35 @@ def grade_command(
         "--reference-repo", help="The paper's repository, a folder or a .tar/.tar.gz: the task's reference files "
                                  "(masked_source, source and cited files, /workspace/ = its root) are read from it "
                                  "and each requirement is judged against its span of them.")] = None,
+    paper: Annotated[Path | None, typer.Option(
+        "--paper", help="A PaperBench paper folder (rubric.json, config.yaml, addendum.md): every leaf is graded "
+                        "by its task_category; prints per-category figures and writes the graded tree.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="With --paper: where the graded tree goes (default ./<paper id>.graded.json).")] = None,
 ) -> None:
-    """Grade one submission against one task (a second run on the same input is a grade-cache hit)."""
+    """Grade one submission against one task, or a PaperBench submission against its paper's rubric (a second
+    run on the same input is a grade-cache hit)."""
     import asyncio
+
+    from judge.loaders.paperbench import is_paper_folder
+
+    if paper is None and task is not None and is_paper_folder(task):
+        paper, task = task, None
+    if submission is None or (task is None and paper is None):
+        Console(stderr=True).print("[red]error:[/red] give --task and --submission (or --paper and --submission)",
+                                   highlight=False)
+        raise typer.Exit(EXIT_INPUT)
+    if paper is not None:
+        from judge.cli.paperbench_grade import grade_paper_command
+        from judge.grading.paperbench import DEFAULT_PAPERBENCH_RUBRIC
+
+        with exit_on_input_error():
+            grade_paper_command(paper, submission, out=out, rubric=DEFAULT_PAPERBENCH_RUBRIC
+                                if rubric == DEFAULT_RUBRIC else rubric, judge=judge, samples=samples,
+                                api_base=api_base, concurrency=concurrency, as_json=as_json,
+                                database_url=database_url, refresh=refresh)
+        return
+    assert task is not None  # checked above: one of task and paper is given
 
     from judge.judges.registry import build_judge
     from judge.loaders.native import load_submission_file, load_task_file

@@ -198,6 +198,9 @@ def regrade_command(
                                  "reference files (masked_source, source, cited files; /workspace/ = its root) "
                                  "are read from it. Without PAPER= it serves every paper; repeatable."
     )] = None,
+    paperbench: Annotated[Path | None, typer.Option(
+        "--paperbench", help="PAPERS_DIR: PATHS are folders of PaperBench runs (<paper id>_<run>, a folder or "
+                             "archive), each graded against its paper's folder here (docs/paperbench.md).")] = None,
 ) -> None:
     """Regrade historic runs: resumable, exactly once per run, cached where unchanged, with a change report.
 
@@ -210,6 +213,15 @@ def regrade_command(
     from judge.regrade.export import make_out_dir
     from judge.regrade.run_filter import parse_only
 
+    if paperbench is not None:  # PaperBench runs: judge/regrade/paperbench_runs.py
+        from judge.cli.paperbench_grade import regrade_paperbench_command
+        from judge.grading.paperbench import DEFAULT_PAPERBENCH_RUBRIC
+
+        with exit_on_input_error():
+            regrade_paperbench_command(paths, paperbench, out, rubric=DEFAULT_PAPERBENCH_RUBRIC
+                                       if rubric == DEFAULT_RUBRIC else rubric, judge=judge, samples=samples,
+                                       api_base=api_base, concurrency=concurrency, database_url=database_url)
+        return
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)

@@ -12,6 +12,8 @@ from judge.models.process_inputs import ProcessInputs, hashed_process_inputs
 from judge.models.reference import ReferenceFile
 
 VariableRole = Literal["constant", "independent", "dependent"]
+# The stages a rubric's requirement templates may sit in (judge.models.rubric.Stage, without importing it).
+RequirementStage = Literal["design", "implementation", "execution", "conclusion", "integrity", "process"]
 VARIABLE_ROLES: tuple[VariableRole, ...] = ("constant", "independent", "dependent")
 
 
@@ -69,6 +71,10 @@ class Task(BaseModel):
     method: str | None = None
     design_variables: list[DesignVariable] | None = None
     requirements: list[GroundTruthText] = Field(default_factory=list)
+    requirement_stage: RequirementStage | None = Field(
+        default=None,
+        description="The stage whose requirement templates expand `requirements` (a PaperBench leaf is judged by "
+                    "its category's stage only); None: every stage's requirement templates expand them.")
     expected_outcome: str | None = None
     ground_truth_diff: str | None = Field(
         default=None, description="The reference implementation as an all-added unified diff.")
@@ -99,4 +105,6 @@ class Task(BaseModel):
         graded = self.model_dump(mode="json", exclude={"metadata", "process_inputs"})
         if not graded["reference_files"]:
             del graded["reference_files"]  # tasks without a reference keep the hash they had before it existed
+        if graded["requirement_stage"] is None:
+            del graded["requirement_stage"]  # likewise for tasks whose requirements expand in every stage
         return content_hash({**graded, **hashed_process_inputs(self.process_inputs, self.metadata)})
