@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import re
 
+from reference_variants import bound_names, is_docstring, node_text, walk_nodes
 from tree_sitter import Node
 
 from judge.submission.code_languages import parser_for
@@ -28,25 +29,10 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 PLACEHOLDER = "pass  # Placeholder"
 
 
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
 
 
-def _walk(node: Node) -> list[Node]:
-    out, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        out.append(current)
-        stack.extend(reversed(current.children))
-    return out
 
 
-def _bound(node: Node) -> list[str]:
-    if node.type == "identifier":
-        return [_text(node)]
-    if node.type in {"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"}:
-        return [name for child in node.named_children for name in _bound(child)]
-    return []
 
 
 def _definitions(trees: dict[str, Node]) -> tuple[set[str], set[str], set[str]]:
@@ -55,48 +41,43 @@ def _definitions(trees: dict[str, Node]) -> tuple[set[str], set[str], set[str]]:
     defined: set[str] = set()
     keep: set[str] = set(_KEEP)
     for root in trees.values():
-        for node in _walk(root):
+        for node in walk_nodes(root):
             kind = node.type
             if kind in {"assignment", "augmented_assignment", "for_statement", "for_in_clause"}:
                 left = node.child_by_field_name("left")
                 if left is not None:
-                    variables.update(_bound(left))
+                    variables.update(bound_names(left))
             elif kind == "parameters":
                 for child in node.named_children:
                     name = child if child.type == "identifier" else child.child_by_field_name("name")
                     if name is not None and name.type == "identifier":
-                        variables.add(_text(name))
+                        variables.add(node_text(name))
                     elif child.type == "typed_parameter" and child.named_children:
-                        variables.update(_bound(child.named_children[0]))
+                        variables.update(bound_names(child.named_children[0]))
             elif kind in {"function_definition", "class_definition"}:
                 name = node.child_by_field_name("name")
                 if name is not None:
-                    defined.add(_text(name))
+                    defined.add(node_text(name))
             elif kind == "keyword_argument":
                 name = node.child_by_field_name("name")
                 if name is not None:
-                    keep.add(_text(name))  # a parameter passed by name keeps its name
+                    keep.add(node_text(name))  # a parameter passed by name keeps its name
             elif kind in {"import_statement", "import_from_statement", "global_statement", "nonlocal_statement"}:
-                keep.update(_text(n) for n in _walk(node) if n.type == "identifier")
+                keep.update(node_text(n) for n in walk_nodes(node) if n.type == "identifier")
     keep |= {n for n in variables | defined if n.startswith("__")}
     return variables - keep, defined - keep, keep
 
 
-def _is_docstring(node: Node) -> bool:
-    if node.parent is None or node.parent.type not in {"block", "module"}:
-        return False
-    return node.type == "string" or (node.type == "expression_statement" and len(node.named_children) == 1
-                                     and node.named_children[0].type == "string")
 
 
 def _edit(source: bytes, root: Node, names: dict[str, str], attributes: set[str], strip: bool) -> bytes:
     """`source` with identifiers in `names` replaced (as attributes too when in `attributes`), and (`strip`)
     its comments and docstrings removed."""
     edits: list[tuple[int, int, bytes]] = []
-    for node in _walk(root):
+    for node in walk_nodes(root):
         parent = node.parent
-        if node.type == "identifier" and _text(node) in names:
-            name = _text(node)
+        if node.type == "identifier" and node_text(node) in names:
+            name = node_text(node)
             if parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == node \
                     and name not in attributes:
                 continue
@@ -105,7 +86,7 @@ def _edit(source: bytes, root: Node, names: dict[str, str], attributes: set[str]
             edits.append((node.start_byte, node.end_byte, names[name].encode()))
         elif strip and node.type == "comment":
             edits.append((node.start_byte, node.end_byte, b""))
-        elif strip and _is_docstring(node):
+        elif strip and is_docstring(node):
             alone = parent is not None and len([c for c in parent.named_children if c.type != "comment"]) == 1
             edits.append((node.start_byte, node.end_byte, b"pass" if alone else b""))
     out = source
@@ -171,7 +152,7 @@ def emptied(files: dict[str, str], lines: dict[str, set[int]]) -> tuple[dict[str
         if not wanted:
             continue
         bodies: list[tuple[int, int, int]] = []  # (first body row, last row, indent), 0-based rows
-        for node in _walk(root):
+        for node in walk_nodes(root):
             if node.type != "function_definition":
                 continue
             body = node.child_by_field_name("body")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,5 +112,21 @@ def all_cases(papers: list[str] | None = None) -> list[GoldCase]:
     return load_cases(papers, None)
 
 
-__all__ = ["GoldCase", "Span", "Variant", "all_cases", "files_of", "other_paper", "other_task", "split_papers",
-           "variants", "with_reference"]
+def cases_to_grade(everything: list[GoldCase], papers: str, tasks_per_paper: int
+                   ) -> tuple[list[str], list[str], list[GoldCase]]:
+    """(train papers, papers graded, cases graded): `papers` is "held-out", "all" or comma-separated ids; the
+    first `tasks_per_paper` tasks of each, in task order."""
+    train, held_out = split_papers(sorted({c.paper for c in everything}))
+    chosen = held_out if papers == "held-out" else sorted({c.paper for c in everything}) \
+        if papers == "all" else papers.split(",")
+    per_paper: dict[str, int] = defaultdict(int)
+    cases = []
+    for case in everything:
+        if case.paper in chosen and per_paper[case.paper] < tasks_per_paper:
+            per_paper[case.paper] += 1
+            cases.append(case)
+    return train, chosen, cases
+
+
+__all__ = ["GoldCase", "Span", "Variant", "all_cases", "cases_to_grade", "files_of", "other_paper", "other_task",
+           "split_papers", "variants", "with_reference"]

@@ -41,11 +41,11 @@ def added_diff(files: dict[str, str]) -> str:
     return "".join(parts)
 
 
-def _text(node: Node) -> str:
+def node_text(node: Node) -> str:
     return (node.text or b"").decode("utf-8", "replace")
 
 
-def _walk(node: Node) -> list[Node]:
+def walk_nodes(node: Node) -> list[Node]:
     out, stack = [], [node]
     while stack:
         current = stack.pop()
@@ -55,7 +55,7 @@ def _walk(node: Node) -> list[Node]:
 
 
 def _walk_scope(node: Node) -> list[Node]:
-    """`_walk` without descending into nested functions, classes and lambdas (their own scopes)."""
+    """`walk_nodes` without descending into nested functions, classes and lambdas (their own scopes)."""
     out, stack = [], [node]
     while stack:
         current = stack.pop()
@@ -65,12 +65,12 @@ def _walk_scope(node: Node) -> list[Node]:
     return out
 
 
-def _bound_names(node: Node) -> list[str]:
+def bound_names(node: Node) -> list[str]:
     """Identifiers an assignment target, loop target or parameter binds."""
     if node.type == "identifier":
-        return [_text(node)]
+        return [node_text(node)]
     if node.type in {"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"}:
-        return [name for child in node.named_children for name in _bound_names(child)]
+        return [name for child in node.named_children for name in bound_names(child)]
     return []
 
 
@@ -79,34 +79,34 @@ def _renamable(trees: dict[str, Node]) -> dict[str, str]:
     bound: set[str] = set()
     keep: set[str] = set(_KEEP)
     for root in trees.values():
-        for node in _walk(root):
+        for node in walk_nodes(root):
             kind = node.type
             if kind in {"assignment", "augmented_assignment"} or kind in {"for_statement", "for_in_clause"}:
                 left = node.child_by_field_name("left")
                 if left is not None:
-                    bound.update(_bound_names(left))
+                    bound.update(bound_names(left))
             elif kind == "parameters":
                 for child in node.named_children:
                     name = child if child.type == "identifier" else child.child_by_field_name("name")
                     if name is not None and name.type == "identifier":
-                        bound.add(_text(name))
+                        bound.add(node_text(name))
                     elif child.type == "typed_parameter" and child.named_children:
-                        bound.update(_bound_names(child.named_children[0]))
+                        bound.update(bound_names(child.named_children[0]))
             elif kind == "function_definition" and node.parent is not None and node.parent.type == "module":
                 name = node.child_by_field_name("name")
                 if name is not None:
-                    bound.add(_text(name))
+                    bound.add(node_text(name))
             elif kind == "keyword_argument":
                 name = node.child_by_field_name("name")
                 if name is not None:
-                    keep.add(_text(name))  # a parameter passed by name keeps its name
+                    keep.add(node_text(name))  # a parameter passed by name keeps its name
             elif kind in {"import_statement", "import_from_statement", "global_statement", "nonlocal_statement"}:
-                keep.update(_text(n) for n in _walk(node) if n.type == "identifier")
+                keep.update(node_text(n) for n in walk_nodes(node) if n.type == "identifier")
     names = sorted(n for n in bound - keep if not n.startswith("__"))
     return {name: f"v{i}_{len(name)}" for i, name in enumerate(names)}
 
 
-def _is_docstring(node: Node) -> bool:
+def is_docstring(node: Node) -> bool:
     """A string standing as a statement (the grammar gives it bare, or inside an expression statement)."""
     if node.parent is None or node.parent.type not in {"block", "module"}:
         return False
@@ -116,17 +116,17 @@ def _is_docstring(node: Node) -> bool:
 
 def _rename_and_strip(source: bytes, root: Node, names: dict[str, str]) -> bytes:
     edits: list[tuple[int, int, bytes]] = []
-    for node in _walk(root):
+    for node in walk_nodes(root):
         parent = node.parent
-        if node.type == "identifier" and _text(node) in names:
+        if node.type == "identifier" and node_text(node) in names:
             if parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == node:
                 continue
             if parent is not None and parent.type == "keyword_argument" and parent.child_by_field_name("name") == node:
                 continue
-            edits.append((node.start_byte, node.end_byte, names[_text(node)].encode()))
+            edits.append((node.start_byte, node.end_byte, names[node_text(node)].encode()))
         elif node.type == "comment":
             edits.append((node.start_byte, node.end_byte, b""))
-        elif _is_docstring(node):
+        elif is_docstring(node):
             alone = parent is not None and len([c for c in parent.named_children if c.type != "comment"]) == 1
             edits.append((node.start_byte, node.end_byte, b"pass" if alone else b""))
     out = source
@@ -141,12 +141,12 @@ def _split_functions(source: bytes) -> bytes:
     root = parser_for("python").parse(source).root_node
     lines = source.decode("utf-8", "replace").split("\n")
     splits: list[tuple[int, int, int, str, list[str]]] = []  # (first tail row, last row, indent, name, nonlocal)
-    for node in _walk(root):
+    for node in walk_nodes(root):
         if node.type != "function_definition":
             continue
         body = node.child_by_field_name("body")
         name = node.child_by_field_name("name")
-        if body is None or name is None or any(n.type in {"yield", "await"} for n in _walk(body)):
+        if body is None or name is None or any(n.type in {"yield", "await"} for n in walk_nodes(body)):
             continue
         statements = [c for c in body.named_children if c.type != "comment"]
         if len(statements) < _SPLIT_AT or statements[0].start_point[0] == node.start_point[0]:
@@ -157,20 +157,20 @@ def _split_functions(source: bytes) -> bytes:
         head_bound: set[str] = set()
         params = node.child_by_field_name("parameters")
         if params is not None:
-            head_bound.update(_text(n) for n in _walk(params) if n.type == "identifier")
+            head_bound.update(node_text(n) for n in walk_nodes(params) if n.type == "identifier")
         tail_bound: set[str] = set()
         for s in statements:
             target = head_bound if s.start_byte < half.start_byte else tail_bound
             for n in _walk_scope(s):
                 if n.type in {"function_definition", "class_definition"}:
                     defined = n.child_by_field_name("name")
-                    target.update([_text(defined)] if defined is not None else [])
+                    target.update([node_text(defined)] if defined is not None else [])
                 elif n.type in {"assignment", "augmented_assignment", "for_statement"}:
                     left = n.child_by_field_name("left")
                     if left is not None:
-                        target.update(_bound_names(left))
+                        target.update(bound_names(left))
         shared = sorted((tail_bound & head_bound) - {"self", "cls"})
-        splits.append((half.start_point[0], body.end_point[0], half.start_point[1], _text(name), shared))
+        splits.append((half.start_point[0], body.end_point[0], half.start_point[1], node_text(name), shared))
     taken: set[int] = set()
     for first, last, indent, function, shared in sorted(splits, key=lambda s: -s[0]):
         if taken & set(range(first, last + 1)):

@@ -36,7 +36,7 @@ from judge.settings import configure_offline_environment
 configure_offline_environment()
 
 from evidence_gold import GoldCase, Span, requirement_leaves  # noqa: E402
-from reference_cases import all_cases, split_papers, with_reference  # noqa: E402
+from reference_cases import all_cases, cases_to_grade, with_reference  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -188,15 +188,7 @@ def main() -> None:
     raw: dict[str, list[float]] = {}
     if not args.no_gold:
         everything = all_cases()
-        train, held_out = split_papers(sorted({c.paper for c in everything}))
-        chosen = held_out if args.papers == "held-out" else sorted({c.paper for c in everything}) \
-            if args.papers == "all" else args.papers.split(",")
-        per_paper: dict[str, int] = defaultdict(int)
-        cases = []
-        for case in everything:
-            if case.paper in chosen and per_paper[case.paper] < args.tasks_per_paper:
-                per_paper[case.paper] += 1
-                cases.append(case)
+        train, chosen, cases = cases_to_grade(everything, args.papers, args.tasks_per_paper)
         console.print(f"gt_code papers graded: {', '.join(chosen)} ({len(cases)} tasks); train papers: "
                       f"{', '.join(train)}")
         raw = asyncio.run(gold(Grader(load_rubric("expbench-v2"), EmbeddedJudge()), cases))

@@ -47,7 +47,7 @@ configure_offline_environment()
 
 from evidence_gold import requirement_leaves  # noqa: E402
 from location_variants import contrast_variants, emptied_helpers, foreign_at_cited, location_variants  # noqa: E402
-from reference_cases import all_cases, other_paper, split_papers, variants, with_reference  # noqa: E402
+from reference_cases import all_cases, cases_to_grade, other_paper, variants, with_reference  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
@@ -192,15 +192,7 @@ def main() -> None:
     elif args.before is not None:
         before = json.loads(args.before.read_text(encoding="utf-8"))["figures"]
     everything = all_cases()
-    train, held_out = split_papers(sorted({c.paper for c in everything}))
-    chosen = held_out if args.papers == "held-out" else sorted({c.paper for c in everything}) \
-        if args.papers == "all" else args.papers.split(",")
-    per_paper: dict[str, int] = defaultdict(int)
-    cases = []
-    for case in everything:
-        if case.paper in chosen and per_paper[case.paper] < args.tasks_per_paper:
-            per_paper[case.paper] += 1
-            cases.append(case)
+    train, chosen, cases = cases_to_grade(everything, args.papers, args.tasks_per_paper)
     console.print(f"papers graded: {', '.join(chosen)} ({len(cases)} tasks); the model's train papers: "
                   f"{', '.join(train)}; judge code: {Path(sys.modules['judge'].__file__ or '').parent}")
     grader = Grader(load_rubric(args.rubric), EmbeddedJudge())
