@@ -19,11 +19,34 @@ EXAMPLE = json.loads((Path(__file__).resolve().parents[2] / "examples" / "grade_
 EXTRA = 450  # above the isolation bound (200 leaves): the grade is made in the separate grading process
 
 
+# Code that does real work: the example's own diff only runs scripts it does not hold, and a submission that does
+# nothing has every requirement leaf failed before its evidence is built (issue 40), which takes no time to count.
+_WORKING_CODE = """\
+import numpy as np
+
+
+def divergence(p, q):
+    p = np.asarray(p, dtype=float) / np.sum(p)
+    q = np.asarray(q, dtype=float) / np.sum(q)
+    m = (p + q) / 2
+    return 0.5 * np.sum(p * np.log(p / m)) + 0.5 * np.sum(q * np.log(q / m))
+
+
+def collective_variables(traj):
+    return np.stack([np.linalg.norm(traj[:, i] - traj[:, j], axis=-1) for i in range(3) for j in range(i)], axis=1)
+"""
+
+
 def large_request(extra: int) -> dict[str, Any]:
-    """The bundled example with `extra` more requirements of one shape."""
+    """The bundled example with `extra` more requirements of one shape, and a file of working code."""
     requirements = [*EXAMPLE["task"]["requirements"],
                     *(f"Compute the divergence of collective variable {n} for the progress test" for n in range(extra))]
-    return {**EXAMPLE, "task": {**EXAMPLE["task"], "requirements": requirements}, "judge": "embedded"}
+    lines = _WORKING_CODE.splitlines()
+    added = ("diff --git a/cv_divergence.py b/cv_divergence.py\nnew file mode 100644\n--- /dev/null\n"
+             f"+++ b/cv_divergence.py\n@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+    submission = {**EXAMPLE["submission"], "diff": EXAMPLE["submission"]["diff"].rstrip("\n") + "\n" + added}
+    return {**EXAMPLE, "task": {**EXAMPLE["task"], "requirements": requirements}, "submission": submission,
+            "judge": "embedded"}
 
 
 @pytest.fixture(scope="module")
