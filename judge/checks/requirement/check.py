@@ -31,7 +31,7 @@ from judge.checks.base import Check, CheckArgs
 from judge.checks.learned import LearnedModel, learned_decision, validate_model_fits
 from judge.checks.match_words import requirement_match_words
 from judge.checks.requirement.acts import SubmissionActs
-from judge.checks.requirement.decoys import decoy_scales, decoy_text, submission_line_hashes
+from judge.checks.requirement.decoys import abstract_text, decoy_scales, decoy_text, submission_line_hashes
 from judge.checks.requirement.features import (
     CODER_FEATURES,
     REFERENCE_FEATURES,
@@ -216,7 +216,12 @@ class RequirementInDiff(Check):
             return hunk_texts_to_embed(leaves, view)
         queries = [requirement_text(leaf.target) for leaf in leaves]
         _, shortlist = _shortlist(view, queries)
-        return queries + [decoy_text(view.code_units[u]) for u in shortlist.units_to_embed()]
+        units = shortlist.units_to_embed()
+        acts = SubmissionActs.of(view)
+        # The acting units' abstracted texts too (`abstract_features` reads the ones a leaf considers): one
+        # encoder call serves the whole grade.
+        return (queries + [decoy_text(view.code_units[u]) for u in units]
+                + [abstract_text(acts.behaviour(u)) for u in units if acts.acts(u)])
 
     def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
                        view: SubmissionView) -> list[LeafEvidence]:

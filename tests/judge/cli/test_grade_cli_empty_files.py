@@ -59,7 +59,7 @@ def test_all_added_diff_with_empty_files_in_every_form_grades(tmp_path: Path) ->
         # The only code to align is the script's: an empty file yields no unit of its own. A leaf the script is
         # far from says that nothing does it and names no unit (issue 36).
         assert any("scripts/run.sh:" in leaf["rationale"] for leaf in implementation) or all(
-            leaf["rationale"].startswith("Nothing in the submission does this") for leaf in implementation)
+            leaf["rationale"].startswith("Nothing in the submission does") for leaf in implementation)
         assert not any(name in leaf["rationale"] for leaf in implementation
                        for name in ("sim_inference.py", "__init__.py", "analyze_peptide_sim.py", ".gitkeep"))
     code_only = _grade(tmp_path, "code_only", CODE_ENTRY)
