@@ -91,6 +91,23 @@ def clean_run(
     return loop.run_until_complete(grader.grade(task, clean)), loop.run_until_complete(grader.prepare(task, clean))
 
 
+@pytest.fixture(scope="module")
+def working_prepared(
+    grader: Grader, task: Task, clean: Submission, loop: asyncio.AbstractEventLoop
+) -> PreparedGrade:
+    """The clean run with its paper's own code added (examples/expbench/93022_reference, MIT): the agent's code only
+    runs scripts it does not hold, so its requirement leaves are failed before any judge (hollow code, issue 40)
+    and show an LLM no code; this one shows every kind of LLM leaf its evidence."""
+    parts = []
+    for path in sorted((EXAMPLES / "93022_reference").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        name = path.relative_to(EXAMPLES / "93022_reference").as_posix()
+        parts.append(f"diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/{name}\n"
+                     f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+    working = clean.model_copy(update={"diff": clean.diff.rstrip("\n") + "\n" + "".join(parts)})
+    return loop.run_until_complete(grader.prepare(task, working))
+
+
 def _verdicts(grade: Grade) -> dict[str, tuple[str, str | None]]:
     return {leaf.leaf_id: (leaf.verdict, leaf.reason_code) for leaf in grade.leaves}
 
@@ -170,10 +187,10 @@ def _hunk(body: str) -> str:
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
 def test_attack_shown_as_evidence_cannot_leave_its_fence(
-    attack: Attack, llm_judge: LLMJudge, clean_run: tuple[Grade, PreparedGrade]
+    attack: Attack, llm_judge: LLMJudge, working_prepared: PreparedGrade
 ) -> None:
     # Whatever the alignment chose, the attack is made the one snippet each kind of LLM leaf is shown.
-    _, prepared = clean_run
+    prepared = working_prepared
     first = {}
     for item in prepared.evidence:
         if item.snippets and item.leaf.check.name not in first:
