@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from judge import leaf_progress
 from judge.embeddings.cache import EmbeddingCache, cache_path_for
 from judge.errors import JudgeConfigError
-from judge.grading import leaf_progress
 from judge.settings import configure_offline_environment, get_settings
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Protocol
 
+from judge import leaf_progress
 from judge.embeddings.encoder import Embedder
-from judge.grading import leaf_progress
 from judge.models import Leaf, Task
 from judge.models.evidence import LeafEvidence
 from judge.submission.view import SubmissionView

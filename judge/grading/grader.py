@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from judge import leaf_progress
 from judge.checks.registry import CHECKS
 from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.verdicts import quote
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import MalformedDiffError
-from judge.grading import leaf_progress
 from judge.grading.code_digest import code_version
 from judge.grading.evidence_builder import EvidenceBuilder
 from judge.grading.scoring import (

@@ -13,7 +13,7 @@ watches its parent and exits when it is gone (a service killed with SIGKILL runs
 multiprocessing resource tracker the pool starts ends by itself once the service and the child are gone
 (it exits when the last process holding its pipe does).
 
-The child tells its grade's progress in leaves (judge/grading/leaf_progress.py) through a small file this
+The child tells its grade's progress in leaves (judge/leaf_progress.py) through a small file this
 process polls. When no grade is left in flight the children are stopped: a large grade's memory goes back
 to the machine with its process (freed Python memory mostly stays with the process that held it), and the
 next large grade starts a fresh one (~0.5 GB with its model).
@@ -32,8 +32,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from judge.grading.leaf_progress import Listener
 from judge.jobs.parent_watch import watch_parent
+from judge.leaf_progress import Listener
 from judge.models import CalibrationStatus, Grade, Submission, Task
 
 # How much lower the child's priority is (nice increment; 19 is the lowest).
@@ -86,7 +86,7 @@ def _read_progress(path: Path) -> tuple[int, int] | None:
 def _grade_in_child(rubric_id: str, task_json: str, submission_json: str, calibration_json: str,
                     progress_path: str | None = None) -> str:
     """Grade with the embedded judge (runs in the child); the grade as JSON."""
-    from judge.grading import leaf_progress
+    from judge import leaf_progress
     from judge.grading.grader import Grader
     from judge.judges.registry import build_judge
     from judge.rubric_loader import load_rubric

@@ -1,7 +1,7 @@
 """A running job's progress in leaves: its items' leaves, how many each grade has done, written to the job row.
 
 Every item's leaves are counted when the runner takes the job (the rubric expanded over each item's task);
-an item already done counts whole. While a grade runs it reports its leaves done (judge/grading/leaf_progress.py),
+an item already done counts whole. While a grade runs it reports its leaves done (judge/leaf_progress.py),
 and the runner writes the sum every `REPORT_EVERY` when it changed, so `GET /v1/jobs/{id}` on any replica shows
 a count that moves during a long grade, not 0 of 1 item until the end.
 """
@@ -12,8 +12,8 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from judge.grading.leaf_progress import Listener
 from judge.jobs.payload import JobPayload
+from judge.leaf_progress import Listener
 from judge.rubric_loader import expand_rubric, load_rubric
 from judge.store import Store
 

@@ -10,8 +10,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from judge import leaf_progress
 from judge.errors import InputError, JudgeConfigError
-from judge.grading import leaf_progress
 from judge.grading.grader import upstream_down
 from judge.grading.service import GradingService, cache_hit_copy, cacheable
 from judge.jobs import metrics

@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
+from judge import leaf_progress
 from judge.checks.registry import CHECKS, CheckRegistry
 from judge.checks.requirement.check import RequirementInDiff, reads_code
 from judge.checks.requirement.payload import UnitMeta
 from judge.checks.verdicts import EMBEDDED
 from judge.errors import JudgeConfigError
-from judge.grading import leaf_progress
 from judge.judges.base import Judge, JudgeOutcome
 from judge.models import LeafResult, Rubric
 from judge.models.evidence import GradingContext, LeafEvidence

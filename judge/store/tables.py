@@ -145,7 +145,7 @@ class JobRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     payload_json: Mapped[str] = mapped_column(Text)
-    # Leaves of the job's grades and how many are done (judge/grading/leaf_progress.py); NULL: not counted yet.
+    # Leaves of the job's grades and how many are done (judge/leaf_progress.py); NULL: not counted yet.
     leaves_total: Mapped[int | None] = mapped_column(Integer)
     leaves_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 

@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import field_validator
 
+from judge import leaf_progress
 from judge.checks.base import Check, CheckArgs
 from judge.checks.learned import LearnedModel, learned_decision, validate_model_fits
 from judge.checks.match_words import requirement_match_words
@@ -51,6 +52,7 @@ from judge.checks.requirement.hollow_gate import (
     reference_paths,
     unseen_files,
 )
+from judge.checks.requirement.hollow_units import HollowUnits
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
@@ -66,13 +68,11 @@ from judge.checks.requirement.rationale import (
 from judge.checks.requirement.stated_values import read_lines, value_checks
 from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, quote
 from judge.embeddings.encoder import Embedder
-from judge.grading import leaf_progress
 from judge.models import Leaf, LeafResult, ReferenceSpan, Task
 from judge.models.evidence import AlignedSnippet, GradingContext, LeafEvidence
 from judge.reference.spans import reference_index_for
 from judge.submission.code_units import CodeUnit, executable_text, prose_text
 from judge.submission.distinguishing import missing_names
-from judge.submission.hollow_units import HollowUnits
 from judge.submission.retrieval import CodeIndex, RetrievalConfig, Shortlist
 from judge.submission.sibling_index import SiblingIndex
 from judge.submission.view import SubmissionView, path_matches, requirement_paths, requirement_text

@@ -1,7 +1,7 @@
 """Hollow code is no evidence: which of a leaf's candidates are hollow, and when that fails the leaf before any
 judge.
 
-`judge.submission.hollow_units` finds the units that do nothing or only call what does nothing. The requirement
+`judge.checks.requirement.hollow_units` finds the units that do nothing or only call what does nothing. The requirement
 check leaves them out of every leaf's candidates (no judge sees them as evidence), and records, per leaf, the
 hollow units among those it considered (`RequirementFacts.hollow`). A leaf fails before any judge
 (`CheckFacts.fails_before_judge`, which the grader honours) when
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from judge.checks.requirement.hollow_units import HollowUnits
 from judge.errors import MalformedDiffError
 from judge.models import Task
 from judge.reference.repository import named_reference_paths
 from judge.reference.sources import reference_sources
-from judge.submission.hollow_units import HollowUnits
 
 _SHOWN = 3
 

@@ -44,7 +44,7 @@ class RequirementFacts(CheckFacts):
         reference_mode: Whether the leaf was matched against its span of the task's reference.
         values: The values the requirement (and, with a reference, its reference span) states, checked.
         hollow: Why the hollow units among those the leaf considered are no evidence, best-ranked first
-            (`judge.submission.hollow_units`): they are never its candidates.
+            (`judge.checks.requirement.hollow_units`): they are never its candidates.
         sibling: Without a reference, the other requirement the compared code points at, else the one it is most
             similar to ("" when none), and `sibling_similarity` the code's similarity to it.
     """

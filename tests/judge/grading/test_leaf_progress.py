@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from judge.grading import leaf_progress
+from judge import leaf_progress
 from judge.grading.grader import Grader
 from judge.judges.registry import build_judge
 from judge.models import Submission, Task

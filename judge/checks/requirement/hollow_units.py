@@ -27,11 +27,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from judge.checks.requirement.hollow_python import Definition, OwnNames, read_definitions
+from judge.checks.requirement.shell_commands import MODULE, commands, resolve_program, shell_command
 from judge.reference.code_scope import Scope, imports_in
 from judge.submission.code_units import CodeUnit, post_images
 from judge.submission.diff import ParsedDiff
-from judge.submission.hollow_python import Definition, OwnNames, read_definitions
-from judge.submission.shell_commands import MODULE, commands, resolve_program, shell_command
 from judge.submission.view import SubmissionView
 
 Status = Literal["real", "plumbing", "hollow"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from judge.checks.requirement.hollow_units import HollowUnits
 from judge.submission.code_units import units_from_diff
 from judge.submission.diff import parse_diff
-from judge.submission.hollow_units import HollowUnits
 from tests.judge.submission.code_fixtures import added_file
 
 SCAFFOLD = '''import argparse
