@@ -54,7 +54,7 @@ from code_renaming import renamed, renamed_after  # noqa: E402
 from evidence_gold import parse_added_diff  # noqa: E402
 from location_variants import contrast_variants, location_variants  # noqa: E402
 from paperbench_cases import code_diff, foreign_paper, load_case, paper_split  # noqa: E402
-from reference_cases import all_cases, files_of, other_paper, split_papers, variants, with_reference  # noqa: E402
+from reference_cases import all_cases, files_of, other_paper, other_paper_case, split_papers, variants, with_reference  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
@@ -93,7 +93,7 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
         for case in cases:
             progress.update(bar, description=f"features {case.task.task_id}")
             foreign = other_paper(case, cases)
-            foreign_case = next((c for c in cases if foreign and c.diff == foreign.diff), None)
+            foreign_case = other_paper_case(case, cases)
             # Location carries no answer: own code moved or merged passes, foreign code at the cited paths fails
             # (a changed stated value is decided by the value check, not learned: left out).
             located = [v for v in location_variants(case, everything, foreign_case, merged_too=True)

@@ -96,15 +96,19 @@ def variants(case: GoldCase, cases: list[GoldCase], *, drops: int = DROPS_PER_TA
     return out
 
 
-def other_paper(case: GoldCase, cases: list[GoldCase]) -> Variant | None:
-    """The code of a task of another paper among `cases` (the next paper in id order): real code that
-    implements none of this task's requirements."""
+def other_paper_case(case: GoldCase, cases: list[GoldCase]) -> GoldCase | None:
+    """A task of another paper among `cases` (the next paper in id order, its first task)."""
     papers = sorted({c.paper for c in cases} - {case.paper})
     if not papers:
         return None
     nxt = next((p for p in papers if p > case.paper), papers[0])
-    foreign = min((c for c in cases if c.paper == nxt), key=lambda c: c.task.task_id)
-    return Variant("other_paper", foreign.diff, dict.fromkeys(sorted(case.cited), "fail"))
+    return min((c for c in cases if c.paper == nxt), key=lambda c: c.task.task_id)
+
+
+def other_paper(case: GoldCase, cases: list[GoldCase]) -> Variant | None:
+    """The code of `other_paper_case`: real code that implements none of this task's requirements."""
+    foreign = other_paper_case(case, cases)
+    return Variant("other_paper", foreign.diff, dict.fromkeys(sorted(case.cited), "fail")) if foreign else None
 
 
 def all_cases(papers: list[str] | None = None) -> list[GoldCase]:
@@ -128,5 +132,5 @@ def cases_to_grade(everything: list[GoldCase], papers: str, tasks_per_paper: int
     return train, chosen, cases
 
 
-__all__ = ["GoldCase", "Span", "Variant", "all_cases", "cases_to_grade", "files_of", "other_paper", "other_task",
-           "split_papers", "variants", "with_reference"]
+__all__ = ["GoldCase", "Span", "Variant", "all_cases", "cases_to_grade", "files_of", "other_paper", "other_paper_case",
+           "other_task", "split_papers", "variants", "with_reference"]

@@ -47,7 +47,7 @@ configure_offline_environment()
 
 from evidence_gold import requirement_leaves  # noqa: E402
 from location_variants import contrast_variants, emptied_helpers, foreign_at_cited, location_variants  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, other_paper, variants, with_reference  # noqa: E402
+from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_reference  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
@@ -124,8 +124,7 @@ async def measure(grader: Grader, cases: list[Any], everything: list[Any], conso
         bar = progress.add_task("grading", total=len(cases))
         for case in cases:
             progress.update(bar, description=f"grading {case.task.task_id}")
-            foreign_variant = other_paper(case, everything)
-            foreign = next((c for c in everything if foreign_variant and c.diff == foreign_variant.diff), None)
+            foreign = other_paper_case(case, everything)
             cited = sorted(case.cited)
             kinds = [v for v in variants(case, everything, restatements=False) if v.kind in {"drop", "other_task"}]
             kinds += location_variants(case, everything, foreign) + contrast_variants(case, foreign)

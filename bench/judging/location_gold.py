@@ -38,7 +38,7 @@ configure_offline_environment()
 
 from evidence_gold import requirement_leaves  # noqa: E402
 from location_variants import foreign_at_cited, moved, touched_by, value_changes  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, other_paper, variants, with_reference  # noqa: E402
+from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_reference  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
@@ -90,8 +90,7 @@ async def measure(grader: Grader, cases: list[Any], everything: list[Any], conso
         bar = progress.add_task("grading", total=len(cases))
         for case in cases:
             progress.update(bar, description=f"grading {case.task.task_id}")
-            foreign_variant = other_paper(case, everything)
-            foreign = next((c for c in everything if foreign_variant and c.diff == foreign_variant.diff), None)
+            foreign = other_paper_case(case, everything)
             cited = sorted(case.cited)
             for mode in ("noref", "ref"):
                 task = with_reference(case.task, case.diff) if mode == "ref" else case.task
