@@ -29,12 +29,6 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 PLACEHOLDER = "pass  # Placeholder"
 
 
-
-
-
-
-
-
 def _definitions(trees: dict[str, Node]) -> tuple[set[str], set[str], set[str]]:
     """(variables and parameters, functions/methods/classes, names that must keep theirs) the code defines."""
     variables: set[str] = set()
@@ -66,8 +60,6 @@ def _definitions(trees: dict[str, Node]) -> tuple[set[str], set[str], set[str]]:
                 keep.update(node_text(n) for n in walk_nodes(node) if n.type == "identifier")
     keep |= {n for n in variables | defined if n.startswith("__")}
     return variables - keep, defined - keep, keep
-
-
 
 
 def _edit(source: bytes, root: Node, names: dict[str, str], attributes: set[str], strip: bool) -> bytes:
