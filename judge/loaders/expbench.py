@@ -147,9 +147,18 @@ def load_expbench_tasks(path: Path, *, reference_repo: Path | None = None,
         tasks = [task_from_expbench(q, paper_id, i) for i, q in enumerate(data["questions"])]
     except TaskFormatError as exc:  # say which file the entry is in
         raise TaskFormatError(exc.message, field=f"{path}:{exc.field}") from None
+    tasks = with_other_tasks(tasks)
     if reference_repo is None:
         return tasks
     return with_reference_repo_path(tasks, reference_repo, warnings)
+
+
+def with_other_tasks(tasks: list[Task]) -> list[Task]:
+    """Each task carrying the requirements of the paper's other tasks (`Task.other_task_requirements`): rival
+    explanations of a leaf's evidence when there is no reference."""
+    return [task.model_copy(update={"other_task_requirements": [
+        list(other.requirements) for other in tasks if other.task_id != task.task_id and other.requirements]})
+        for task in tasks]
 
 
 def with_reference_repo_path(tasks: list[Task], reference_repo: Path, warnings: list[str] | None = None) -> list[Task]:

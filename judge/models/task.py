@@ -76,6 +76,12 @@ class Task(BaseModel):
         description="The stage whose requirement templates expand `requirements` (a PaperBench leaf is judged by "
                     "its category's stage only); None: every stage's requirement templates expand them.")
     expected_outcome: str | None = None
+    other_task_requirements: list[list[GroundTruthText]] = Field(
+        default_factory=list,
+        description="The requirements of the paper's other tasks, one list per task (an EXP-Bench task file "
+                    "holds a paper's tasks together): without a reference, a submission whose code fits another "
+                    "task of the paper better than this one fails the leaves that task does not share "
+                    "(judge/checks/requirement/rival_tasks.py).")
     ground_truth_diff: str | None = Field(
         default=None, description="The reference implementation as an all-added unified diff.")
     reference_files: list[ReferenceFile] = Field(
@@ -107,4 +113,6 @@ class Task(BaseModel):
             del graded["reference_files"]  # tasks without a reference keep the hash they had before it existed
         if graded["requirement_stage"] is None:
             del graded["requirement_stage"]  # likewise for tasks whose requirements expand in every stage
+        if not graded["other_task_requirements"]:
+            del graded["other_task_requirements"]  # likewise for tasks graded without their paper's other tasks
         return content_hash({**graded, **hashed_process_inputs(self.process_inputs, self.metadata)})

@@ -54,6 +54,7 @@ from judge.checks.requirement.hollow_gate import (
 )
 from judge.checks.requirement.hollow_units import HollowUnits
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
+from judge.checks.requirement.line_windows import window_claims
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
     as_sentence,
@@ -65,6 +66,7 @@ from judge.checks.requirement.rationale import (
     requirement_rationale,
     values_verdict,
 )
+from judge.checks.requirement.rival_tasks import RIVAL_WINS, RivalRequirements, rival_task_rationale
 from judge.checks.requirement.stated_values import read_lines, value_checks
 from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, quote
 from judge.embeddings.encoder import Embedder
@@ -110,6 +112,9 @@ class RequirementArgs(CheckArgs):
     # and every leaf fails. A task-wide figure may fail a leaf; it never passes one (no model reads it).
     task_floor: float | None = None
     task_abstract_floor: float | None = None
+    # Without a reference: the leaves another task of the paper does not share fail when the submission fits that
+    # task better than this one by this many standard deviations (rival_tasks.py); None: not weighed.
+    rival_task_margin: float | None = None
     text_model: LearnedModel | None = None
     reference_model: LearnedModel | None = None
     # Without a reference, when the judge has a code reader: the text features and the coder's reading.
@@ -251,10 +256,18 @@ class RequirementInDiff(Check):
         if hashes is None:
             hashes = view.memo[_HASHES_MEMO] = submission_line_hashes(units)
         scales = decoy_scales(query_vectors, hashes)
+        without_reference = any(match is None for match in matches)
+        rivals = RivalRequirements(embedder, task if without_reference else task.model_copy(
+            update={"other_task_requirements": []}), queries, query_vectors)
+        acting_columns = [column[u] for u in embedded if u in acting_set]
+        fits = rivals.fits(unit_vectors[acting_columns], hashes)
         reads = read_lines(view)
         orders = [[by_id[s.unit_id] for s in retrieval.units] for retrieval in ranked.requirements]
         abstracted = abstract_features(embedder, acts, queries, query_vectors, hashes, siblings,
                                        [[n for n in order if n in acting_set][:_CONSIDERED] for order in orders])
+        claims = window_claims(embedder, units, queries, query_vectors, siblings, rivals,
+                               [[n for n in order if n in acting_set][:_CONSIDERED] if matches[row] is None else []
+                                for row, order in enumerate(orders)])
         result = []
         for row, leaf in enumerate(leaves):
             args = self.args(leaf)
@@ -281,6 +294,10 @@ class RequirementInDiff(Check):
             features.update(term_cover(queries[row], executable_text(units[text_pick[1]]) if text_pick else None,
                                        [executable_text(units[n]) for n in acting_order[:3]], view.code_terms))
             features.update(abstracted[row])
+            features["txt_window_margin"] = claims[row].margin
+            features["txt_window_above"] = claims[row].above
+            features["txt_task_fit"], features["txt_rival_task_fit"] = fits.own, fits.rival
+            features["txt_rival_task_shared"] = float(fits.shared[row]) if fits.shared else 0.0
             match = matches[row]
             if match is not None:
                 features.update(match.features)
@@ -302,7 +319,7 @@ class RequirementInDiff(Check):
                 features=features, reference_mode=match is not None, values=values, hollow=hollow_reasons,
                 sibling=requirement_text(leaves[sibling_row].target)[:90] if sibling_row is not None else "",
                 sibling_similarity=float(sims[sibling_row, col]) if sibling_row is not None and col is not None
-                else 0.0,
+                else 0.0, window=claims[row], rival_task=fits.rival_question[:90],
                 fails_before_judge=gate_reason(hollow_reasons, whole=whole)
                 if whole or (only_hollow and match is None) else ""))
             if match is not None and match.spans:
@@ -396,7 +413,9 @@ class RequirementInDiff(Check):
                 index, cited = 2, []
                 confidence = round(max(1.0 - p_pass if decision is not None else 0.0,
                                        self._floor_confidence(features, with_reference, args)), 4)
-                rationale = nothing_matches(floor)
+                rationale = (rival_task_rationale(features["txt_task_fit"], features["txt_rival_task_fit"],
+                                                  facts.rival_task) if floor == RIVAL_WINS
+                             else nothing_matches(floor))
             elif index == 2 and p_pass < _FAR_BELOW * bar:
                 # Far below the bar: the closest unit is no near miss, so it is not cited as if it were evidence.
                 cited = []
@@ -442,6 +461,9 @@ class RequirementInDiff(Check):
             if floor is not None and features[name] < floor:
                 return ("the submission's code as a whole stands no higher above unrelated code for this task's "
                         "requirements than another paper's code does")
+        if args.rival_task_margin is not None and not features["txt_rival_task_shared"] and \
+                features["txt_rival_task_fit"] - features["txt_task_fit"] > args.rival_task_margin:
+            return RIVAL_WINS
         if features["txt_similarity"] < args.text_floor:
             return (f"the closest acting code's similarity to the requirement is {features['txt_similarity']:.2f}, "
                     f"below the {args.text_floor:.2f} floor")
@@ -455,7 +477,13 @@ class RequirementInDiff(Check):
         gated = [margin_confidence(features[name], floor)
                  for name, floor in (("txt_task_z", args.task_floor), ("txt_task_abstract_z", args.task_abstract_floor))
                  if floor is not None and features[name] < floor]
-        return max(gated) if gated else margin_confidence(features["txt_similarity"], args.text_floor)
+        if gated:
+            return max(gated)
+        if args.rival_task_margin is not None and not features["txt_rival_task_shared"] and \
+                features["txt_rival_task_fit"] - features["txt_task_fit"] > args.rival_task_margin:
+            return margin_confidence(features["txt_rival_task_fit"] - features["txt_task_fit"],
+                                     args.rival_task_margin)
+        return margin_confidence(features["txt_similarity"], args.text_floor)
 
     @staticmethod
     def _rules(features: dict[str, float], with_reference: bool,

@@ -77,11 +77,12 @@ TEXT_FEATURES = (
     "txt_task_z", "txt_values_stated", "txt_values_held", "txt_values_absent",
     "txt_term_cover", "txt_term_cover_region", "txt_term_cover_sub",
     "txt_abstract_similarity", "txt_abstract_z", "txt_abstract_margin", "txt_abstract_cover", "txt_task_abstract_z",
+    "txt_window_margin", "txt_window_above", "txt_task_fit", "txt_rival_task_fit", "txt_rival_task_shared",
 )
 # What the whole submission says of the task (its code against unrelated code, averaged over the task's leaves):
 # no learned decision reads them, so they never lift a leaf; the text mode's task gate
 # (`RequirementArgs.task_floor`) fails every leaf of a submission below its floor (another paper's code).
-TASK_FEATURES = ("txt_task_z", "txt_task_abstract_z")
+TASK_FEATURES = ("txt_task_z", "txt_task_abstract_z", "txt_task_fit", "txt_rival_task_fit", "txt_rival_task_shared")
 # The features a learned decision of the text mode may read: what the leaf's own evidence says.
 LEAF_TEXT_FEATURES = tuple(name for name in TEXT_FEATURES if name not in TASK_FEATURES)
 # Read by a judge with a code reader (judge/judges/embedded.py): logit of the local coder model's P(yes) that

@@ -56,6 +56,14 @@ _PLUMBING_BUILTINS = frozenset({
     "dict", "set", "frozenset", "bytes", "format", "callable", "hash", "object", "exit", "quit", "input",
     "reversed", "locals", "globals", "property", "staticmethod", "classmethod",
 })
+# Calls whose work leaves the function whatever it returns: writing files, saving, logging metrics, running
+# programs (by the last name of the call).
+_WRITERS = frozenset({
+    "save", "savefig", "write", "writelines", "dump", "imwrite", "imsave", "to_csv", "to_json", "to_parquet",
+    "to_pickle", "to_excel", "save_pretrained", "savez", "savez_compressed", "savetxt", "tofile", "open", "send",
+    "put", "upload", "commit", "log", "log_metrics", "log_metric", "add_scalar", "add_scalars", "run", "call",
+    "Popen", "check_call", "check_output", "system", "setattr", "update", "step", "backward",
+})
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**", "@", "<<", ">>", "&", "|", "^"})
 _STRINGS = frozenset({"string", "concatenated_string"})
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
@@ -94,6 +102,10 @@ class Definition:
         events: What its own statements do (nested definitions are definitions of their own).
         members: For a class, the names of its methods.
         parent: The index of the definition it sits in (None at the top of the file).
+        outputs: Its work can leave it other than through the submission's own calls: it returns or yields a
+            value, assigns an attribute, an item or a global, calls a writer (`_WRITERS`: a save, a file opened, a
+            program run), or calls a method of a parameter or of `self` (which may change what the caller holds).
+        params: Its parameters' names.
     """
 
     name: str
@@ -104,6 +116,8 @@ class Definition:
     events: list[Event] = field(default_factory=list)
     members: list[str] = field(default_factory=list)
     parent: int | None = None
+    outputs: bool = False
+    params: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -151,8 +165,11 @@ class _Reader:
         if kind in _DEFINITIONS:
             self._definition(node, owner, node)
             return
+        if kind in {"global_statement", "nonlocal_statement"}:
+            self.definitions[owner].outputs = True
+            return
         if kind in {"import_statement", "import_from_statement", "future_import_statement", "comment",
-                    "pass_statement", "global_statement", "nonlocal_statement"}:
+                    "pass_statement"}:
             return
         if kind in {"if_statement", "elif_clause", "else_clause", "for_statement", "while_statement",
                     "with_statement", "try_statement", "except_clause", "finally_clause", "block",
@@ -165,6 +182,8 @@ class _Reader:
                 else:  # a condition, an iterable, a `with` item: read like an expression statement
                     self._expression(child, owner, targets=self._loop_targets(node, child))
             return
+        if kind == "return_statement" and node.named_children:
+            self.definitions[owner].outputs = True
         if kind == "expression_statement" or kind.endswith("statement"):
             for child in node.named_children:
                 self._expression(child, owner)
@@ -186,7 +205,10 @@ class _Reader:
         start, end = outer.start_point[0] + 1, node.end_point[0] + 1
         acts, _ = python_acts(node, self.scope) if kind == "function" else (1, 1)
         index = len(self.definitions)
-        self.definitions.append(Definition(name, kind, start, end, placeholder=acts == 0, parent=owner))
+        parameters = node.child_by_field_name("parameters")
+        self.definitions.append(Definition(name, kind, start, end, placeholder=acts == 0, parent=owner,
+                                           params=_identifiers(parameters) if parameters is not None
+                                           else frozenset()))
         if self.definitions[owner].kind == "class":
             self.definitions[owner].members.append(name)
         body = node.child_by_field_name("body")
@@ -204,12 +226,18 @@ class _Reader:
             if node.type == "augmented_assignment" and not _counter(node) and not _literal(right):
                 events.append(Event("real", line, what="arithmetic"))
             targets = _identifiers(left) if left is not None else frozenset()
+            owner_def = self.definitions[owner]
+            if left is not None and (left.type in {"attribute", "subscript"} or (
+                    node.type == "augmented_assignment" and targets & owner_def.params)):
+                owner_def.outputs = True  # an attribute, an item or a parameter changed in place
             node = right
         if node.type in {"return_statement", "yield"}:
+            if node.named_children:
+                self.definitions[owner].outputs = True
             for child in node.named_children:
                 self._expression(child, owner, targets)
             return
-        callees, reals = self._scan(node, events, line)
+        callees, reals = self._scan(node, events, line, owner)
         if targets and not reals:
             events.append(Event("assign", line, names=_identifiers(node), callees=tuple(callees), targets=targets))
         if targets and self._plumbing_value(node):
@@ -226,7 +254,7 @@ class _Reader:
         root = self.scope.resolve(chain[0]) or ""
         return root.split(".")[0] == "argparse" or chain[0] in self.plumbing_vars
 
-    def _scan(self, node: Node, events: list[Event], line: int) -> tuple[list[str], int]:
+    def _scan(self, node: Node, events: list[Event], line: int, owner: int) -> tuple[list[str], int]:
         """Add the events under `node`; return the own calls its value comes from and how many real events."""
         callees: list[str] = []
         reals = 0
@@ -246,14 +274,32 @@ class _Reader:
                     callees.append(own)
                     stack.extend(reversed(arguments.named_children) if arguments is not None else [])
                     continue
+                if not real and is_report(current, self.scope):
+                    self.definitions[owner].outputs = True  # what it prints or logs is its output
                 if real:
                     events.append(Event("real", current.start_point[0] + 1, what=real))
                     reals += 1
+                    self._note_output(current, self.definitions[owner])
             elif current.type == "binary_operator" and _arithmetic(current):
                 events.append(Event("real", current.start_point[0] + 1, what="arithmetic"))
                 reals += 1
             stack.extend(reversed(current.named_children))
         return callees, reals
+
+    @staticmethod
+    def _note_output(call: Node, owner: Definition) -> None:
+        """Mark the definition being read as having outputs when this library call is a writer or a method of
+        a parameter or of `self` (see `Definition.outputs`)."""
+        function = call.child_by_field_name("function")
+        chain = name_chain(function) if function is not None else None
+        if chain is None:
+            attribute = function.child_by_field_name("attribute") if function is not None and \
+                function.type == "attribute" else None
+            if attribute is None or node_text(attribute) in _WRITERS:
+                owner.outputs = True
+            return
+        if chain[-1] in _WRITERS or chain[0] in owner.params or (len(chain) > 1 and chain[0] in {"self", "cls"}):
+            owner.outputs = True
 
     def _own_calls_in(self, node: Node) -> list[str]:
         found = []

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from judge.checks.requirement.hollow_flow import flow_pins
 from judge.checks.requirement.hollow_python import Definition, OwnNames, read_definitions
 from judge.checks.requirement.shell_commands import MODULE, commands, resolve_program, shell_command
 from judge.reference.code_scope import Scope, imports_in
@@ -162,6 +163,7 @@ class _CallGraph:
             if entry.definition.kind != "module":
                 self.by_name.setdefault(entry.definition.name, []).append(entry)
         self._programs: dict[str, Verdict] = {}
+        self.pins: dict[int, str] = {}  # id of a definition's entry -> why `hollow_flow` pinned it hollow
 
     def name_status(self, name: str, file: str = "") -> Status:
         """The best status of the definitions named `name` that a call in `file` reaches: the file's own when
@@ -174,8 +176,20 @@ class _CallGraph:
         return max((e.status for e in entries), key=_RANK.__getitem__)
 
     def solve(self) -> None:
-        """Statuses to a fixpoint: from every definition hollow, raise what its own events make real or
-        plumbing until nothing changes (so a cycle of calls that does nothing else stays hollow)."""
+        """Statuses to a fixpoint, then the definitions `hollow_flow` finds that still do nothing pinned hollow
+        and the fixpoint solved again, until no more are found."""
+        for _ in range(len(self.defs) + 1):
+            self._solve_statuses()
+            found = {key: why for key, why in flow_pins(self.defs, self.name_status).items() if key not in self.pins}
+            if not found:
+                return
+            self.pins.update(found)
+            for entry in self.defs:
+                entry.status = "hollow"
+
+    def _solve_statuses(self) -> None:
+        """From every definition hollow, raise what its own events make real or plumbing until nothing changes
+        (so a cycle of calls that does nothing else stays hollow); pinned definitions stay hollow."""
         for _ in range(len(self.defs) + 2):
             changed = False
             for entry in self.defs:
@@ -187,7 +201,7 @@ class _CallGraph:
 
     def _evaluate(self, entry: _Def) -> Status:
         definition = entry.definition
-        if definition.kind == "function" and definition.placeholder:
+        if (definition.kind == "function" and definition.placeholder) or id(entry) in self.pins:
             return "hollow"
         void: set[str] = set()
         fed: set[tuple[int, str]] = set()
@@ -371,6 +385,8 @@ class _CallGraph:
         where = f"`{definition.name}` (line {definition.start_line})"
         if definition.kind == "function" and definition.placeholder:
             return f"{where} is a placeholder"
+        if id(entry) in self.pins:
+            return f"{where} {self.pins[id(entry)]}"
         if definition.kind == "class":
             return f"{where} holds only placeholders"
         return f"{where} only calls {self._calls_words(entry.hollow_calls, entry.file)}"

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from judge.checks.requirement.line_windows import NO_WINDOW, WindowClaim
 from judge.checks.verdicts import RankedMeta
 from judge.models.evidence import SHOWN_TO_LLM, CheckFacts, SnippetMeta
 
@@ -47,6 +48,10 @@ class RequirementFacts(CheckFacts):
             (`judge.checks.requirement.hollow_units`): they are never its candidates.
         sibling: Without a reference, the other requirement the compared code points at, else the one it is most
             similar to ("" when none), and `sibling_similarity` the code's similarity to it.
+        rival_task: Without a reference, the first requirement of the paper's other task that fits the submission
+            best, when other tasks are known ("" otherwise; `rival_tasks`).
+        window: Without a reference, the leaf's best few lines and the requirement that claims them
+            (`line_windows`).
     """
 
     named_files_touched: Annotated[list[str], SHOWN_TO_LLM]
@@ -56,6 +61,8 @@ class RequirementFacts(CheckFacts):
     hollow: list[str] = Field(default_factory=list)
     sibling: str = ""
     sibling_similarity: float = 0.0
+    rival_task: str = ""
+    window: WindowClaim = NO_WINDOW
 
 
 class RequirementHunkFacts(CheckFacts):

@@ -81,12 +81,52 @@ def test_placeholders_and_callers_of_nothing_else_are_hollow() -> None:
     hollow = _hollow({"analysis.py": SCAFFOLD})
     assert hollow["analysis.py:load"] == "`load` (line 13) is a placeholder"
     assert hollow["analysis.py:autocorrelation"] == "`autocorrelation` (line 18) is a placeholder"
-    # Its only other callee is real, but fed nothing but what a placeholder returned.
+    # Its only other callee plots and saves, but is only ever given what a placeholder returned: it plots nothing.
+    assert hollow["analysis.py:plot"] == "`plot` (line 22) is only ever given what placeholders return (by `analyze`)"
     assert hollow["analysis.py:analyze"].startswith("`analyze` (line 5) only calls placeholders (`load`, "
-                                                    "`autocorrelation`) and hands what they return to `plot`")
+                                                    "`autocorrelation`, `plot`)")
     # Argument parsing and a directory made beside a hollow call do not make `main` act.
     assert "`main` (line 28) only calls placeholders" in hollow["analysis.py:main"]
-    assert "analysis.py:plot" not in hollow  # it plots and writes a file: real work
+
+
+def test_a_function_also_given_real_values_stays_real() -> None:
+    # The same `plot`, also called once with a computed curve: it plots something.
+    also_real = SCAFFOLD.replace("def main():", "def demo(out_dir):\n    plot([1.0, 0.5], out_dir, 'demo')\n\n\n"
+                                                "def main():")
+    assert "analysis.py:plot" not in _hollow({"analysis.py": also_real})
+
+
+UPSAMPLE = '''import torch
+
+
+def upsample(data_dir, checkpoint, out_dir):
+    model = torch.load(checkpoint)
+    model.eval()
+    for name in sorted(data_dir):
+        frames = load(name)
+        save(model.upsample(frames), out_dir, name)
+    {tail}
+
+
+def load(name):
+    pass
+
+
+def save(frames, out_dir, name):
+    pass
+'''
+
+
+def test_real_work_handed_only_to_placeholders_is_hollow() -> None:
+    hollow = _hollow({"up.py": UPSAMPLE.format(tail="")})
+    assert hollow["up.py:upsample"] == ("`upsample` (line 4) hands its results only to placeholders (`load`, `save`) "
+                                        "and returns nothing")
+
+
+def test_real_work_with_another_way_out_stays_real() -> None:
+    # Returning the model, printing a figure, writing a file or changing `self`'s state: its work leaves it.
+    for tail in ("return model", "print(model.score())", "torch.save(model, out_dir)"):
+        assert "up.py:upsample" not in _hollow({"up.py": UPSAMPLE.format(tail=tail)}), tail
 
 
 def test_a_real_function_and_its_thin_wrapper_stay_acting() -> None:
@@ -150,6 +190,8 @@ def test_a_real_caller_records_the_placeholders_it_hands_work_to() -> None:
 
     script = SCAFFOLD.replace("def plot(", "def upsample(path):\n    import torch\n    model = torch.load(path)\n"
                                           "    return model(load(path))\n\n\ndef plot(")
+    # `plot` is also given a real curve once, so it stays real work.
+    script = script.replace("def main():", "def demo(out_dir):\n    plot([1.0, 0.5], out_dir, 'demo')\n\n\ndef main():")
     diff = parse_diff(added_file("analysis.py", script))
     units = units_from_diff(diff)
     found = HollowUnits.build(units, diff)
