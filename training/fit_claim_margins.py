@@ -1,17 +1,19 @@
-"""Fit the requirement check's explain-away margins without a reference (`RequirementArgs.rival_margin`,
-`window_margin`; judge/checks/requirement/rival_tasks.py, line_windows.py) on the TRAIN half of the gt_code papers.
+"""Fit the requirement check's rival-task margin without a reference (`RequirementArgs.rival_task_margin`,
+judge/checks/requirement/rival_tasks.py) on the TRAIN half of the gt_code papers.
 
-A margin is how much closer to another requirement (one of the paper's other tasks, or another leaf's) the code a
-leaf would pass on must stand before the leaf fails. Each train task's variants are graded without the reference
-(`reference_cases.variants`, `location_variants.contrast_variants`: own code, its rewrite, drop-one, another task of
-the paper, half of the requirements' lines removed, names made meaningless, another paper's code named after the
-requirements); per leaf with an expected verdict, the text model's decision and both margins are kept. For each
-candidate margin the table shows what share of the expected-pass leaves the text model passes that the rule would
-fail (the cost) and what share of the expected-fail leaves the model passes that it fails (the gain). The margin
-written is the smallest (the strictest) whose cost stays within `MAX_COST` of the expected-pass leaves, per rule.
+The margin is how much better (in standard deviations above unrelated code, averaged over a task's requirements)
+another task of the paper must fit the submission than this task does before this task's leaves that the other
+task does not share fail. Each train task's variants are graded without the reference (`reference_cases.variants`,
+`location_variants.contrast_variants`: own code, its rewrite, drop-one, another task of the paper, half of the
+requirements' lines removed, names made meaningless, another paper's code named after the requirements); per leaf
+with an expected verdict, the text model's decision and the features are kept. For each candidate margin the table
+shows, per variant kind, how many of the leaves the text model passes the rule would fail; the cost is that share
+of the expected-pass leaves, the gain that of the expected-fail ones. The margin written is the smallest whose cost
+stays within `MAX_COST`.
 
 Reproduce:  .venv/bin/python training/fit_claim_margins.py [--tasks-per-paper 2] [--features out/claims.json]
-            [--write]   (writes the margins into rubrics/expbench-v2.yaml, expbench-v2-coder.yaml, judgeeval-v1.yaml)
+            [--write]   (writes the margin into rubrics/expbench-v2.yaml, expbench-v2-coder.yaml, judgeeval-v1.yaml;
+            run it after training/train_requirement_model.py, which rewrites those rubrics)
 """
 
 from __future__ import annotations
@@ -135,9 +137,9 @@ def write(margins: dict[str, float], command: str) -> None:
         for arg, value in margins.items():
             text = re.sub(rf', "{arg}": [-0-9.e]+', "", text)
             text = text.replace('"task_abstract_floor": ', f'"{arg}": {value}, "task_abstract_floor": ')
-        text = re.sub(r"# claim margins \(rival_margin, window_margin\) written by: .*\n", "", text)
+        text = re.sub(r"# rival_task_margin written by: .*\n", "", text)
         head, rest = text.split("\n", 1)
-        path.write_text(f"{head}\n# claim margins (rival_margin, window_margin) written by: {command}\n{rest}",
+        path.write_text(f"{head}\n# rival_task_margin written by: {command}\n{rest}",
                         encoding="utf-8")
 
 
