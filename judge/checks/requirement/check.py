@@ -54,7 +54,7 @@ from judge.checks.requirement.hollow_gate import (
 )
 from judge.checks.requirement.hollow_units import HollowUnits
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
-from judge.checks.requirement.line_windows import window_claims
+from judge.checks.requirement.line_windows import claim_note, window_claims
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
     as_sentence,
@@ -441,6 +441,8 @@ class RequirementInDiff(Check):
             if model is args.coder_text_model and "coder_logit" in features and not floor:
                 rationale += (f" The coder model read it and answered that it implements the requirement with "
                               f"P(yes)={1 / (1 + np.exp(-features['coder_logit'])):.2f}.")
+        if not with_reference:
+            rationale += claim_note(facts.window)
         if facts.hollow:
             rationale += f" Not counted, as it does nothing: {hollow_names(facts.hollow)}."
         verdict, score = level(leaf, index)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from judge.checks.requirement.check import RequirementArgs, RequirementInDiff
-from judge.checks.requirement.line_windows import MAX_WINDOWS, WINDOW_LINES, unit_windows
+from judge.checks.requirement.line_windows import MAX_WINDOWS, WINDOW_LINES, WindowClaim, claim_note, unit_windows
 from judge.checks.requirement.payload import RequirementFacts
 from judge.checks.requirement.rival_tasks import RIVAL_WINS, rival_task_rationale
 from judge.grading.grader import Grader
@@ -144,3 +144,12 @@ def test_a_requirement_the_other_task_shares_is_not_failed_for_it(grader: Grader
     features = _features(grader, task, added_diff({"code.py": OTHER_CODE + "\n\n" + TRAIN.split("def evaluate")[0]}))
     assert features[0]["txt_rival_task_shared"] == 1.0
     assert features[1]["txt_rival_task_shared"] == features[2]["txt_rival_task_shared"] == 0.0
+
+
+def test_a_rationale_says_when_another_requirement_claims_the_closest_lines() -> None:
+    claim = WindowClaim(margin=-0.1, location="train.py:10-17", claimant="Compute the top-1 accuracy",
+                        similarity=0.4)
+    note = claim_note(claim)
+    assert "train.py:10-17" in note and '"Compute the top-1 accuracy" (0.50 against 0.40)' in note
+    assert claim_note(claim.model_copy(update={"margin": 0.05})) == ""
+    assert "another task of this paper" in claim_note(claim.model_copy(update={"claimant_is_rival": True}))
