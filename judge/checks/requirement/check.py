@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from pydantic import field_validator
 
 from judge import leaf_progress
 from judge.checks.base import Check, CheckArgs
-from judge.checks.learned import LearnedModel, learned_decision, validate_model_fits
+from judge.checks.learned import learned_decision
 from judge.checks.match_words import requirement_match_words
 from judge.checks.requirement.acts import SubmissionActs
+from judge.checks.requirement.arguments import RequirementArgs
 from judge.checks.requirement.decoys import abstract_text, decoy_scales, decoy_text, submission_line_hashes
 from judge.checks.requirement.features import (
     CODER_FEATURES,
@@ -45,6 +45,7 @@ from judge.checks.requirement.features import (
     term_cover,
     text_features,
 )
+from judge.checks.requirement.floors import below_floor, floor_confidence, untrained_rules
 from judge.checks.requirement.hollow_gate import (
     gate_reason,
     hollow_names,
@@ -89,54 +90,6 @@ _VALUE_MISMATCH_CONFIDENCE = 0.9
 _FAR_BELOW = 0.5
 # How many of the ranked units a leaf considers for its text pick and acting share.
 _CONSIDERED = 10
-LABELS = ("fail", "partial", "pass")
-
-
-class RequirementArgs(CheckArgs):
-    """Thresholds of the untrained decision, how many units a leaf is shown, and the learned models."""
-
-    pass_threshold: float = 0.5
-    partial_threshold: float = 0.38
-    explain_away_margin: float = 0.12
-    file_bonus: float = 0.08
-    top_k: int = 3
-    min_code_lines: int = 2
-    reference_pass_at: float = 0.5
-    reference_partial_at: float = 0.35
-    # Below these a unit shares next to nothing with the reference span (its lines, calls and values) or
-    # with the requirement: no model's extrapolation may pass it.
-    reference_floor: float = 0.05
-    text_floor: float = 0.1
-    # Without a reference: below this, the submission's code as a whole stands no higher above unrelated code
-    # for the task's requirements (`txt_task_z`, `txt_task_abstract_z`: either) than another paper's code does,
-    # and every leaf fails. A task-wide figure may fail a leaf; it never passes one (no model reads it).
-    task_floor: float | None = None
-    task_abstract_floor: float | None = None
-    # Without a reference: the leaves another task of the paper does not share fail when the submission fits that
-    # task better than this one by this many standard deviations (rival_tasks.py); None: not weighed.
-    rival_task_margin: float | None = None
-    text_model: LearnedModel | None = None
-    reference_model: LearnedModel | None = None
-    # Without a reference, when the judge has a code reader: the text features and the coder's reading.
-    coder_text_model: LearnedModel | None = None
-
-    @field_validator("text_model")
-    @classmethod
-    def _text_model_fits(cls, model: LearnedModel | None) -> LearnedModel | None:
-        validate_model_fits(model, TEXT_FEATURES, LABELS)
-        return model
-
-    @field_validator("reference_model")
-    @classmethod
-    def _reference_model_fits(cls, model: LearnedModel | None) -> LearnedModel | None:
-        validate_model_fits(model, (*REFERENCE_FEATURES, *TEXT_FEATURES), LABELS)
-        return model
-
-    @field_validator("coder_text_model")
-    @classmethod
-    def _coder_text_model_fits(cls, model: LearnedModel | None) -> LearnedModel | None:
-        validate_model_fits(model, (*TEXT_FEATURES, *CODER_FEATURES), LABELS)
-        return model
 
 
 def _shortlist(view: SubmissionView, queries: list[str]) -> tuple[CodeIndex, Shortlist]:
@@ -451,58 +404,9 @@ class RequirementInDiff(Check):
                                confidence=confidence, evidence=quotes,
                                error_labels=[leaf.error_category] if index and leaf.error_category else [])
 
-    @staticmethod
-    def _below_floor(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> str:
-        """Why no unit can pass whatever the model says ("" when one may)."""
-        if with_reference:
-            if not features["ref_core_empty"] and features["ref_match"] < args.reference_floor:
-                return (f"the closest code shares {features['ref_match']:.0%} of what the reference span does "
-                        f"(its calls, values and lines), below the {args.reference_floor:.0%} floor")
-            return ""
-        for name, floor in (("txt_task_z", args.task_floor), ("txt_task_abstract_z", args.task_abstract_floor)):
-            if floor is not None and features[name] < floor:
-                return ("the submission's code as a whole stands no higher above unrelated code for this task's "
-                        "requirements than another paper's code does")
-        if args.rival_task_margin is not None and not features["txt_rival_task_shared"] and \
-                features["txt_rival_task_fit"] - features["txt_task_fit"] > args.rival_task_margin:
-            return RIVAL_WINS
-        if features["txt_similarity"] < args.text_floor:
-            return (f"the closest acting code's similarity to the requirement is {features['txt_similarity']:.2f}, "
-                    f"below the {args.text_floor:.2f} floor")
-        return ""
-
-    @staticmethod
-    def _floor_confidence(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> float:
-        """How sure a floored fail is: the distance of the floored figure below its floor."""
-        if with_reference:
-            return margin_confidence(features["ref_match"], args.reference_floor)
-        gated = [margin_confidence(features[name], floor)
-                 for name, floor in (("txt_task_z", args.task_floor), ("txt_task_abstract_z", args.task_abstract_floor))
-                 if floor is not None and features[name] < floor]
-        if gated:
-            return max(gated)
-        if args.rival_task_margin is not None and not features["txt_rival_task_shared"] and \
-                features["txt_rival_task_fit"] - features["txt_task_fit"] > args.rival_task_margin:
-            return margin_confidence(features["txt_rival_task_fit"] - features["txt_task_fit"],
-                                     args.rival_task_margin)
-        return margin_confidence(features["txt_similarity"], args.text_floor)
-
-    @staticmethod
-    def _rules(features: dict[str, float], with_reference: bool,
-               args: RequirementArgs) -> tuple[int, float, float, float]:
-        """The untrained decision (thresholds on the reference match, else on text similarity): the level,
-        the confidence, the deciding figure and the bar it was held against."""
-        if with_reference:
-            value = features["ref_match"]
-            pass_at, partial_at = args.reference_pass_at, args.reference_partial_at
-        else:
-            value = features["txt_similarity"]
-            if features["txt_siblings"] or features["txt_margin"] < -args.explain_away_margin:
-                value = min(value, args.partial_threshold - 1e-6)  # a sibling requirement's code
-            pass_at, partial_at = args.pass_threshold, args.partial_threshold
-        index = 0 if value >= pass_at else 1 if value >= partial_at else 2
-        threshold = pass_at if value >= pass_at else partial_at
-        return index, margin_confidence(value, threshold), value, pass_at
+    _below_floor = staticmethod(below_floor)
+    _floor_confidence = staticmethod(floor_confidence)
+    _rules = staticmethod(untrained_rules)
 
     def _decide_hunks(self, evidence: LeafEvidence, context: GradingContext) -> LeafResult:
         """A diff that only deletes lines: the hunk windows by similarity (explain-away on siblings)."""
