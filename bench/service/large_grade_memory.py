@@ -4,7 +4,8 @@ For each size, a fresh `expjudge serve` (SQLite, embedded judge, auth off, an em
 asynchronous grade of the bundled example (examples/grade_request.json) whose task carries requirements of one
 shape ("Compute the divergence of collective variable N ...") up to that many leaves: the shape that made every
 requirement a sibling of every other (5,000 of them: 16 GB, 8 min 49 s before). A grade of more than 200 leaves
-is made in the separate, lower-priority grading process (judge/jobs/isolated_grading.py).
+is made in the separate, lower-priority grading process (judge/jobs/isolated_grading.py): the service's warm
+spare, started with it (or, with --no-spare, a process started for the grade).
 
 Prints per size:
 - wall time from the job's submission to its end;
@@ -12,14 +13,15 @@ Prints per size:
   sampled every 0.2 s while they live) and the peak of their sampled sum;
 - the floor, in the same run: a fresh process that loads the embedding model and embeds the same texts the grade
   embeds (`EvidenceBuilder.texts_to_embed`), nothing else; and the model's encode time alone;
-- the idle RSS of the service before the grade (after one small synchronous grade: a warm service) and after
-  it (once the grading process is gone);
+- the idle RSS of the service before the grade (after one small synchronous grade, its spare warm: a warm
+  service) and after it (once the grading process that made it is gone and a fresh spare is warm), and the
+  spare's own part of it (what EXPJUDGE_ISOLATED_SPARE=false saves while idle);
 - the longest wait between two changes of the job's `progress.leaves_done` (polled every 0.25 s), from its
-  submission to its end.
+  submission (0 s) to its end (both counted as changes).
 Targets at 5,000 leaves: peak RSS <= 2 GB, wall <= 3x the floor, idle after <= before + 200 MB, progress
 every <= 5 s. The load average is printed beside each size: the machine may be shared.
 
-    PYTHONPATH=$PWD python bench/service/large_grade_memory.py [--sizes 500,2000,5000]
+    PYTHONPATH=$PWD python bench/service/large_grade_memory.py [--sizes 500,2000,5000] [--no-spare]
 """
 
 from __future__ import annotations
