@@ -188,11 +188,6 @@ class IsolatedGrading:
             self._keep_warm = True
             self._ensure_pool()
 
-    @property
-    def pids(self) -> list[int]:
-        """The process ids of the children running now (for tests and benches)."""
-        return [process.pid for process in self._processes() if process.pid is not None]
-
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             pool = self._pool = ProcessPoolExecutor(
