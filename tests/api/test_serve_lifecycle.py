@@ -8,7 +8,8 @@ process and multiprocessing's resource tracker among them), must be gone within 
 again on the same store then resumes the job and finishes it, each item graded once.
 
 The service's warm spare grading process (started with the service, its model loaded, before any grade) ends
-with it too: after SIGTERM once warm, and after SIGKILL while it is still starting (spawned, loading its model).
+with it too: after SIGTERM or SIGINT once warm, and after SIGKILL while it is still starting (spawned, loading
+its model).
 """
 
 from __future__ import annotations
@@ -138,12 +139,13 @@ def spare_ready(base: str) -> bool:
     return "\nexpjudge_grading_processes_ready 1.0\n" in text
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM-warm", "SIGKILL-starting"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL],
+                         ids=["SIGTERM-warm", "SIGINT-warm", "SIGKILL-starting"])
 def test_the_warm_spare_ends_with_the_service(env: dict[str, str], tmp_path: Path, sig: signal.Signals) -> None:
     service, base = start_service(tmp_path, {**env, "EXPJUDGE_ISOLATED_SPARE": "true"})
     try:
         children = started_children(service.pid)  # the spare and the resource tracker, with no job sent
-        if sig == signal.SIGTERM:
+        if sig != signal.SIGKILL:
             deadline = time.monotonic() + 180
             while not spare_ready(base) and time.monotonic() < deadline:
                 time.sleep(0.2)
