@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # beside start-up; a request that comes first waits on the same import.
         threading.Thread(target=_warm_up_llm_client, name="llm-client-warm-up", daemon=True).start()
         runtime = GradingRuntime(store, config)
+        runtime.start()  # the warm spare of large grades (judge/jobs/isolated_grading.py)
         dispatcher = make_dispatcher(runtime, config.broker_url)
         await dispatcher.start()
         app.state.service = Service(config, store, runtime, dispatcher, runner_id("api"), slots)

@@ -97,6 +97,10 @@ class Settings(BaseSettings):
         default=200, ge=0, description="An embedded-judge grade of more leaves than this is made in a separate, "
         "lower-priority process, so it cannot slow the service's other grades (0: never).")
     isolated_processes: int = Field(default=1, ge=1, description="Processes making such grades.")
+    isolated_spare: bool = Field(
+        default=True, description="`expjudge serve` keeps those processes started with their model loaded (~0.5 GB "
+        "idle), and starts them again right after each large grade, so a large grade starts (and its progress "
+        "moves) at once instead of after a process start of 5-30 s (false: started on first use).")
     grade_refusals_per_key: int = Field(
         default=10, ge=1, description="Synchronous grades of one API key refused as too costly (413) within 10 s "
         "before its further grades are refused unread (429 with Retry-After, before the body is read).")

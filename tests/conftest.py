@@ -13,6 +13,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The service's warm spare grading process (judge/jobs/isolated_grading.py) is off in tests: every app a test starts
+# would spawn one and load its model. The tests of the spare and of large jobs turn it on.
+os.environ.setdefault("EXPJUDGE_ISOLATED_SPARE", "false")
 # Tests never write into the user's ~/.expjudge store.
 os.environ.setdefault("EXPJUDGE_DATABASE_URL", f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='expjudge-tests-')}/store.db")
 

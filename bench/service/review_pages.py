@@ -12,7 +12,9 @@ The grade page shows a page of leaves (issue 42: a 5,015-leaf grade was one 58 M
 Chromium could not render). Then a real `expjudge serve` on the same store is opened in headless
 Chromium: the time from asking for a grade's page to its first page shown (its leaves on screen and
 review.js ready), for grades this server has not read yet (parsed and their diff indexed on that view)
-and for one it has, with the page's bytes; target (issue 42): at most 2 s at 5,000 leaves.
+and for one it has, with the page's bytes; target (issue 42): at most 2 s at 5,000 leaves. The floor, measured
+in the same run and interleaved with them: the same Chromium showing the first page's HTML as the server sent it
+(and the same CSS and JavaScript) from a static file server, which builds nothing: what the browser alone costs.
 
     .venv/bin/python bench/service/review_pages.py [--grades 6] [--leaves 5000] [--repeat 5] [--no-compared]
         [--no-browser] [--database-url URL]
@@ -29,6 +31,7 @@ import threading
 import time
 import uuid
 from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +40,9 @@ sys.path.insert(0, str(REPO_ROOT))
 from judge.settings import configure_offline_environment  # noqa: E402
 
 configure_offline_environment()
+# No warm spare grading process (judge/jobs/isolated_grading.py) loading its model beside the pages measured here:
+# nothing is graded in this bench.
+os.environ["EXPJUDGE_ISOLATED_SPARE"] = "false"
 
 from fastapi.testclient import TestClient  # noqa: E402
 
@@ -69,8 +75,31 @@ const p = performance.getEntriesByName('first-contentful-paint')[0];
 return [n.responseStart / 1000, p ? p.startTime / 1000 : null, n.decodedBodySize];"""
 
 
-def chromium_figures(url: str, secret: str, grade_ids: list[str], args: argparse.Namespace) -> None:
-    """Open grade pages in headless Chromium against `expjudge serve` on the store at `url`, and print the times."""
+def static_copy(first_page: str, folder: Path) -> Path:
+    """The grade's first page as served, and the review assets it loads, as files (`/page.html`, `/review/static/`)."""
+    static = folder / "review" / "static"
+    static.mkdir(parents=True)
+    for asset in ("review.css", "review.js"):
+        (static / asset).write_bytes((REPO_ROOT / "api" / "review" / "static" / asset).read_bytes())
+    (folder / "page.html").write_text(first_page, encoding="utf-8")
+    return folder
+
+
+def static_server(folder: Path) -> tuple[ThreadingHTTPServer, str]:
+    """A file server of `folder` on loopback (a thread): the floor's server, which builds nothing."""
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def chromium_figures(url: str, secret: str, grade_ids: list[str], first_page: str, args: argparse.Namespace) -> None:
+    """Open grade pages in headless Chromium against `expjudge serve` on the store at `url`, and print the times;
+    the floor: the same Chromium showing `first_page` (the first page's HTML as served) from a static file server."""
     from tests.browser_support import browser_missing, headless_chromium, log_in, wait_for
 
     missing = browser_missing()
@@ -79,13 +108,14 @@ def chromium_figures(url: str, secret: str, grade_ids: list[str], args: argparse
         return
     folder = Path(tempfile.mkdtemp(prefix="review-bench-browser-"))
     service, base = start_service(folder, offline_env(EXPJUDGE_DATABASE_URL=url, EXPJUDGE_AUTH_ENABLED="true"))
+    files, static_base = static_server(static_copy(first_page, folder / "static"))
     driver = headless_chromium(folder / "profile")
     try:
         log_in(driver, base, secret)
 
-        def shown(path: str) -> tuple[float, float, float, int]:
+        def shown(path: str, where: str = base) -> tuple[float, float, float, int]:
             start = time.perf_counter()
-            driver.get(base + path)  # returns once the page has loaded
+            driver.get(where + path)  # returns once the page has loaded
             wait_for(lambda: driver.execute_script("return document.body.dataset.ready === 'true' && "
                                                    "document.querySelector('section.leaf') !== null"), path, 60)
             wall = time.perf_counter() - start
@@ -93,12 +123,16 @@ def chromium_figures(url: str, secret: str, grade_ids: list[str], args: argparse
             return wall, answered, painted or wall, int(size)
 
         pages = -(-args.leaves // PAGE_LEAVES)
-        cold = [shown(f"/review/grades/{gid}") for gid in grade_ids[1:args.repeat + 1]]
-        warm = [shown(f"/review/grades/{grade_ids[1]}") for _ in range(args.repeat)]
-        last = [shown(f"/review/grades/{grade_ids[1]}?page={pages}") for _ in range(args.repeat)]
+        cold, warm, last, floor = [], [], [], []
+        for gid in grade_ids[1:args.repeat + 1]:  # interleaved: a change of the machine's load hits each alike
+            cold.append(shown(f"/review/grades/{gid}"))
+            warm.append(shown(f"/review/grades/{grade_ids[1]}"))
+            last.append(shown(f"/review/grades/{grade_ids[1]}?page={pages}"))
+            floor.append(shown("/page.html", static_base))
     finally:
         driver.quit()
         service.stop()
+        files.shutdown()
 
     def line(name: str, runs: list[tuple[float, float, float, int]]) -> str:
         walls, answers, paints = ([run[i] for run in runs] for i in range(3))
@@ -111,6 +145,7 @@ def chromium_figures(url: str, secret: str, grade_ids: list[str], args: argparse
     print(line("first page, grade not yet read by this server (parsed, diff indexed)", cold))
     print(line("first page again (grade and diff cached)", warm))
     print(line(f"last page ({pages})", last))
+    print(line("floor: the same first page's HTML from a static file server (nothing built)", floor))
 
 
 def main() -> None:
@@ -198,7 +233,7 @@ def main() -> None:
     print(f"queue page over HTTP (20 leaves with evidence, rendered): wall {ms(http)}, {cpu(http_cpu)} "
           f"over the first {len(http)} pages")
     if not args.no_browser:
-        chromium_figures(url, secret, grade_ids, args)
+        chromium_figures(url, secret, grade_ids, first.text, args)
     print(f"command: .venv/bin/python bench/service/review_pages.py --grades {args.grades} --leaves {args.leaves} "
           f"--repeat {args.repeat}" + (" --no-compared" if args.no_compared else "")
           + (" --no-browser" if args.no_browser else "")

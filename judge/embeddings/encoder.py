@@ -155,6 +155,11 @@ class Embedder:
             self._model = load_sentence_model(self._model_path)
         return self._model
 
+    def load(self) -> None:
+        """Load the model now rather than on first use (a process that will grade soon: a warm spare)."""
+        with self._lock:
+            self._load()
+
     def run_model(self, texts: list[str]) -> Vectors:
         """The model's unit-length float32 vectors of `texts` (no cache), in the batches `plan_batches` cuts."""
         model = self._load()
@@ -165,7 +170,9 @@ class Embedder:
             lengths = [len(ids) for ids in model.tokenizer(texts, truncation=True, max_length=window)["input_ids"]]
             batches = plan_batches(lengths, max_batch=self._batch_size)
         result = np.empty((len(texts), model.get_embedding_dimension() or 384), dtype=np.float32)
-        for batch in batches:
+        # Shortest texts first: a batch's vectors do not depend on the batches before it, and a job's count
+        # moves with the first batch (longest first, a 2,500-leaf grade's first batches of code took 2 s).
+        for batch in reversed(batches):
             vectors = model.encode([texts[n] for n in batch], batch_size=len(batch), normalize_embeddings=True,
                                    convert_to_numpy=True, show_progress_bar=False)
             result[batch] = np.asarray(vectors, dtype=np.float32)

@@ -8,33 +8,45 @@ this one) whose scheduling priority is lowered: the service's own process and it
 on the machine's cores, and the large grade takes what is left. The store is read and written here as for
 any grade; only the grading itself moves.
 
-The child ends with the service (issue 42): `close()` terminates it when the service stops, and the child
-watches its parent and exits when it is gone (a service killed with SIGKILL runs no `close()`). The
-multiprocessing resource tracker the pool starts ends by itself once the service and the child are gone
-(it exits when the last process holding its pipe does).
+A warm spare (issue 42). A child costs a spawn, imports and the embedding model's load before it grades: 5 s
+on a quiet machine, 16-27 s on a loaded one, during which a large job's count of leaves could not move. So the
+service keeps its children started, each with its model loaded (`start()`, `Settings.isolated_spare`), and a
+large grade starts at once. A child that made a large grade is still recycled when no grade is left in flight
+(freed Python memory mostly stays with the process that held it: the grade's memory goes back to the machine
+with its process), and a fresh spare is started right after it ends. The price is the idle spare: ~0.5 GB
+(torch and the model; bench/service/large_grade_memory.py prints it). `EXPJUDGE_ISOLATED_SPARE=false` gives
+that back and starts a child on first use instead, as before.
 
-The child tells its grade's progress in leaves (judge/leaf_progress.py) through a small file this
-process polls. When no grade is left in flight the children are stopped: a large grade's memory goes back
-to the machine with its process (freed Python memory mostly stays with the process that held it), and the
-next large grade starts a fresh one (~0.5 GB with its model).
+Every child ends with the service, spare or not, loading or grading: `close()` terminates them when the
+service stops, and each child watches its parent from the first thing it runs and exits when it is gone (a
+service killed with SIGKILL runs no `close()`). The multiprocessing resource tracker the pool starts ends by
+itself once the service and the children are gone (it exits when the last process holding its pipe does).
+
+The child tells its grade's progress in leaves (judge/leaf_progress.py) through a small file: it writes the
+latest count every `PROGRESS_EVERY` while it changes, and this process reads it as often.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import multiprocessing
 import os
 import signal
 import tempfile
-import time
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+from judge.jobs.metrics import GRADING_PROCESSES_READY
 from judge.jobs.parent_watch import watch_parent
+from judge.judges.base import Judge
 from judge.leaf_progress import Listener
 from judge.models import CalibrationStatus, Grade, Submission, Task
+
+log = logging.getLogger(__name__)
 
 # How much lower the child's priority is (nice increment; 19 is the lowest).
 CHILD_NICENESS = 10
@@ -44,6 +56,7 @@ STOP_SECONDS = 3.0
 PROGRESS_EVERY = 0.5
 
 _graders: dict[str, object] = {}
+_judge: Judge | None = None
 
 
 def _start_child(parent: int) -> None:
@@ -56,24 +69,72 @@ def _start_child(parent: int) -> None:
     configure_offline_environment()
     with contextlib.suppress(OSError):  # not permitted on some systems: the child still frees our interpreter
         os.nice(CHILD_NICENESS)
+    # Before torch loads OpenMP: its threads sleep at a barrier instead of spinning. This process runs at lower
+    # priority on purpose, so one of its threads is often descheduled while the other spins waiting for it: on
+    # a loaded 2-core machine a batch of 16 short texts took 0.9 s with spinning threads, 0.08 s without.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # Warm before the first grade comes: the model (most of a child's start) and the judge. A failure here is
+    # the first grade's to report (as the judge's own error, not as a broken pool).
+    try:
+        from judge.embeddings.encoder import default_embedder
+
+        default_embedder().load()
+        _embedded_judge()
+    except Exception:
+        log.warning("the grading process could not load its model before its first grade", exc_info=True)
+
+
+def _warm() -> int:
+    """Nothing (runs in a child once it is started and warm); its pid."""
+    return os.getpid()
+
+
+def _embedded_judge() -> Judge:
+    """The child's embedded judge (built once)."""
+    global _judge
+    if _judge is None:
+        from judge.judges.registry import build_judge
+
+        _judge = build_judge("embedded")
+    return _judge
 
 
 class _ProgressFile:
-    """Writes a grade's (done, total) to `path` (runs in the child), at most every `PROGRESS_EVERY` seconds and
-    always when the count reaches the total; replaced whole, so a reader never sees half a line."""
+    """Writes a grade's latest (done, total) to `path` every `PROGRESS_EVERY` seconds while it changes, from a
+    thread of its own (runs in the child; a count told just after a write is not held back until the next
+    change, however long the grade's next step takes); replaced whole, so a reader never sees half a line."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._written = 0.0
+        self._latest: tuple[int, int] | None = None
+        self._written: tuple[int, int] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="expjudge-progress-file", daemon=True)
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self._written < PROGRESS_EVERY:
+        self._latest = (done, total)
+
+    def __enter__(self) -> _ProgressFile:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._write()
+
+    def _run(self) -> None:
+        while not self._stop.wait(PROGRESS_EVERY):
+            self._write()
+
+    def _write(self) -> None:
+        latest = self._latest
+        if latest is None or latest == self._written:
             return
-        self._written = now
         partial = f"{self.path}.part"
-        Path(partial).write_text(f"{done} {total}", encoding="utf-8")
+        Path(partial).write_text(f"{latest[0]} {latest[1]}", encoding="utf-8")
         os.replace(partial, self.path)
+        self._written = latest
 
 
 def _read_progress(path: Path) -> tuple[int, int] | None:
@@ -88,32 +149,60 @@ def _grade_in_child(rubric_id: str, task_json: str, submission_json: str, calibr
     """Grade with the embedded judge (runs in the child); the grade as JSON."""
     from judge import leaf_progress
     from judge.grading.grader import Grader
-    from judge.judges.registry import build_judge
     from judge.rubric_loader import load_rubric
 
     rubric = load_rubric(rubric_id)
     key = f"{rubric_id}:{rubric.content_hash()}"
     grader = _graders.get(key)
     if not isinstance(grader, Grader):
-        grader = _graders[key] = Grader(rubric, build_judge("embedded"))
-    listener = _ProgressFile(progress_path) if progress_path else lambda done, total: None
-    with leaf_progress.reporting(listener):
-        grade = asyncio.run(grader.grade(Task.model_validate_json(task_json), Submission.model_validate_json(
-            submission_json), calibration=CalibrationStatus.model_validate_json(calibration_json)))
+        grader = _graders[key] = Grader(rubric, _embedded_judge())
+    listener = _ProgressFile(progress_path) if progress_path else None
+    with contextlib.ExitStack() as stack:
+        if listener is not None:
+            stack.enter_context(listener)
+        with leaf_progress.reporting(listener or (lambda done, total: None)):
+            grade = asyncio.run(grader.grade(Task.model_validate_json(task_json), Submission.model_validate_json(
+                submission_json), calibration=CalibrationStatus.model_validate_json(calibration_json)))
     return grade.model_dump_json()
 
 
 class IsolatedGrading:
-    """A pool of `processes` low-priority child processes making embedded-judge grades (started on first use).
+    """A pool of `processes` low-priority child processes making embedded-judge grades.
 
     Args:
         processes: Child processes (each holds the embedding model: ~0.5 GB).
+        spare: Keep the children started and warm between large grades once `start()` was called (the
+            service does at start-up); else they start on first use.
     """
 
-    def __init__(self, processes: int = 1) -> None:
+    def __init__(self, processes: int = 1, *, spare: bool = False) -> None:
         self.processes = processes
+        self.spare = spare
+        self._keep_warm = False
         self._pool: ProcessPoolExecutor | None = None
         self._in_flight = 0
+
+    def start(self) -> None:
+        """Start the spare children now, and again after each recycle (nothing when `spare` is off)."""
+        if self.spare:
+            self._keep_warm = True
+            self._ensure_pool()
+
+    def _ensure_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            pool = self._pool = ProcessPoolExecutor(
+                self.processes, mp_context=multiprocessing.get_context("spawn"), initializer=_start_child,
+                initargs=(os.getpid(),))
+            ready: set[int] = set()
+
+            def warmed(future: Future[int]) -> None:  # on the pool's thread
+                if self._pool is pool and not future.cancelled() and future.exception() is None:
+                    ready.add(future.result())
+                    GRADING_PROCESSES_READY.set(len(ready))
+
+            for _ in range(self.processes):  # the pool spawns a process per task waiting: all of them, now
+                pool.submit(_warm).add_done_callback(warmed)
+        return self._pool
 
     async def grade(self, rubric_id: str, task: Task, submission: Submission, calibration: CalibrationStatus,
                     progress: Listener | None = None) -> Grade:
@@ -125,10 +214,7 @@ class IsolatedGrading:
         Raises:
             MalformedDiffError: the submission's diff cannot be parsed (raised in the child, as in-process).
         """
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_start_child, initargs=(os.getpid(),))
-        pool = self._pool
+        pool = self._ensure_pool()
         self._in_flight += 1
         handle, name = tempfile.mkstemp(prefix="expjudge-progress-")
         os.close(handle)
@@ -151,8 +237,16 @@ class IsolatedGrading:
             Path(f"{name}.part").unlink(missing_ok=True)
             self._in_flight -= 1
             if self._in_flight == 0 and self._pool is pool:
-                self.close()  # idle: the children go, and their memory with them
+                await self._recycle()  # idle: the children go, and their memory with them
         return Grade.model_validate_json(text)
+
+    async def _recycle(self) -> None:
+        """Stop the children that graded (off the event loop: they may take a moment to end), then start the
+        spare again unless a new grade started children meanwhile or the service is stopping."""
+        processes = self._detach()
+        await asyncio.to_thread(_stop, processes)
+        if self._keep_warm and self._pool is None:
+            self._ensure_pool()
 
     def _processes(self) -> list[BaseProcess]:
         # The pool's own table of its workers (private, but the only handle on them before Python 3.14's
@@ -160,17 +254,29 @@ class IsolatedGrading:
         table = getattr(self._pool, "_processes", None) or {}
         return list(table.values())
 
-    def close(self) -> None:
-        """Stop the children now (a grade in flight is abandoned: its job is resumed on the next start)."""
+    def _detach(self) -> list[BaseProcess]:
+        """The current pool's processes, the pool shut down (taking no more work) and forgotten."""
         if self._pool is None:
-            return
+            return []
+        GRADING_PROCESSES_READY.set(0)
         processes = self._processes()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = None
-        for process in processes:  # shutdown() alone lets a grade in flight run to its end
-            process.terminate()
-        for process in processes:
+        return processes
+
+    def close(self) -> None:
+        """Stop the children now and start no spare again (a grade in flight is abandoned: its job is resumed on
+        the next start)."""
+        self._keep_warm = False
+        _stop(self._detach())
+
+
+def _stop(processes: list[BaseProcess]) -> None:
+    """Terminate `processes` and wait for them (killed if one is still running `STOP_SECONDS` later)."""
+    for process in processes:  # a pool's shutdown() alone lets a grade in flight run to its end
+        process.terminate()
+    for process in processes:
+        process.join(STOP_SECONDS)
+        if process.is_alive():
+            process.kill()
             process.join(STOP_SECONDS)
-            if process.is_alive():
-                process.kill()
-                process.join(STOP_SECONDS)

@@ -20,7 +20,7 @@ from judge.store import Store
 log = logging.getLogger(__name__)
 
 # How often a running job's leaf count is written (when it changed), in seconds.
-REPORT_EVERY = 1.0
+REPORT_EVERY = 0.5
 
 
 def item_leaves(payload: JobPayload) -> list[int]:

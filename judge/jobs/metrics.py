@@ -30,3 +30,9 @@ GRADE_SECONDS = Histogram(
 QUEUE_DEPTH = Gauge(
     "expjudge_queue_depth", "Jobs in the store by state (queued, running).", ["state"], registry=REGISTRY
 )
+GRADING_PROCESSES_READY = Gauge(
+    "expjudge_grading_processes_ready",
+    "Isolated grading processes started with their model loaded (judge/jobs/isolated_grading.py): 1 while the "
+    "warm spare waits for a large grade or makes one, 0 while it starts or after the service stopped it.",
+    registry=REGISTRY,
+)

@@ -85,7 +85,7 @@ class GradingRuntime:
         # Every LLM judge of this process sends its calls through one share: a tenant's calls in flight are
         # bounded over all its grades and jobs, not only per grade.
         self.upstream = UpstreamShare(self.settings.llm_upstream_per_key)
-        self.isolated = IsolatedGrading(self.settings.isolated_processes)
+        self.isolated = IsolatedGrading(self.settings.isolated_processes, spare=self.settings.isolated_spare)
         self._services: dict[tuple[int, str, int, bool, str], GradingService] = {}
 
     def judge_for(self, selection: JudgeSelection, *, refresh: bool = False) -> Judge:
@@ -249,6 +249,11 @@ class GradingRuntime:
         if not bound or payload.judge.spec.strip() != "embedded":
             return False
         return len(expand_rubric(load_rubric(payload.rubric), task)) > bound
+
+    def start(self) -> None:
+        """Start the warm spare of isolated grades (`Settings.isolated_spare`; the service calls this at start)."""
+        if self.settings.isolate_leaves:
+            self.isolated.start()
 
     def close(self) -> None:
         """Stop the processes of isolated grades."""

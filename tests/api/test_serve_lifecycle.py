@@ -6,6 +6,10 @@ the job runs, the service process alone (not its process group: a group signal w
 itself) gets SIGTERM, SIGINT or SIGKILL. Every process it had started, recorded just before (the grading
 process and multiprocessing's resource tracker among them), must be gone within 10 s. A service started
 again on the same store then resumes the job and finishes it, each item graded once.
+
+The service's warm spare grading process (started with the service, its model loaded, before any grade) ends
+with it too: after SIGTERM or SIGINT once warm, and after SIGKILL while it is still starting (spawned, loading
+its model).
 """
 
 from __future__ import annotations
@@ -71,8 +75,9 @@ def started_children(server: int) -> list[psutil.Process]:
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    # No warm spare here: the job's own grade starts the grading process, so it runs when the signal comes.
     yield offline_env(EXPJUDGE_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'expjudge.db'}",
-                      EXPJUDGE_AUTH_ENABLED="false", EXPJUDGE_ISOLATE_LEAVES="1")
+                      EXPJUDGE_AUTH_ENABLED="false", EXPJUDGE_ISOLATE_LEAVES="1", EXPJUDGE_ISOLATED_SPARE="false")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["SIGTERM", "SIGINT", "SIGKILL"])
@@ -124,5 +129,33 @@ def test_the_workers_of_serve_workers_2_end_when_their_supervisor_is_killed(env:
         while alive(children) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not alive(children), f"alive 10 s after SIGKILL: {alive(children)}\n{service.output()[-3000:]}"
+    finally:
+        service.stop()
+
+
+def spare_ready(base: str) -> bool:
+    """The service's warm spare has its model loaded (its /metrics gauge)."""
+    text = httpx.get(f"{base}/metrics", timeout=30).text
+    return "\nexpjudge_grading_processes_ready 1.0\n" in text
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL],
+                         ids=["SIGTERM-warm", "SIGINT-warm", "SIGKILL-starting"])
+def test_the_warm_spare_ends_with_the_service(env: dict[str, str], tmp_path: Path, sig: signal.Signals) -> None:
+    service, base = start_service(tmp_path, {**env, "EXPJUDGE_ISOLATED_SPARE": "true"})
+    try:
+        children = started_children(service.pid)  # the spare and the resource tracker, with no job sent
+        if sig != signal.SIGKILL:
+            deadline = time.monotonic() + 180
+            while not spare_ready(base) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert spare_ready(base), service.output()[-3000:]
+        else:
+            assert not spare_ready(base), "the spare was warm already: this case is the spare still starting"
+        os.kill(service.pid, sig)
+        deadline = time.monotonic() + 10
+        while alive(children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(children), f"alive 10 s after {sig.name}: {alive(children)}\n{service.output()[-3000:]}"
     finally:
         service.stop()

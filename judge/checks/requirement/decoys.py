@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -134,7 +134,8 @@ def submission_line_hashes(units: Sequence[CodeUnit]) -> set[int]:
 
 
 def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int],
-                 bank: DecoyBank | None = None, *, abstract: bool = False) -> list[DecoyScale]:
+                 bank: DecoyBank | None = None, *, abstract: bool = False,
+                 on_rows: Callable[[int], None] | None = None) -> list[DecoyScale]:
     """Each requirement's decoy scale, the submission's own code left out of the bank.
 
     Args:
@@ -143,12 +144,15 @@ def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int]
             `submission_line_hashes`.
         bank: The bank (default: the packaged one).
         abstract: The scale of the decoys' `abstract_text` (a bank without them gives the neutral scale).
+        on_rows: Told how many more requirements were scaled, after each block (a grade's progress).
     """
     bank = bank or decoy_bank()
     vectors = bank.abstract_vectors if abstract else bank.vectors
     own = units if isinstance(units, set) else submission_line_hashes(units)
     rows = bank.rows_not_in(own)
     if vectors is None or len(rows) < 20 or not len(query_vectors):
+        if on_rows is not None:
+            on_rows(len(query_vectors))
         return [DecoyScale(0.0, 1.0, 1.0) for _ in range(len(query_vectors))]
     decoys = vectors[rows].T
     queries = np.asarray(query_vectors, dtype=np.float32)
@@ -158,6 +162,8 @@ def decoy_scales(query_vectors: np.ndarray, units: Sequence[CodeUnit] | set[int]
         means, stds = sims.mean(axis=1), sims.std(axis=1)
         tails = np.quantile(sims, TAIL_QUANTILE, axis=1)
         scales += [DecoyScale(float(m), float(s), float(t)) for m, s, t in zip(means, stds, tails, strict=True)]
+        if on_rows is not None:
+            on_rows(len(means))
     return scales
 
 

@@ -28,7 +28,7 @@ import math
 import re
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -366,8 +366,8 @@ def task_and_value_features(features: Sequence[dict[str, float]], values: Sequen
 
 
 def abstract_features(embedder: Embedder, acts: SubmissionActs, queries: Sequence[str], query_vectors: np.ndarray,
-                      own_lines: set[int], siblings: SiblingIndex, considered: Sequence[Sequence[int]]
-                      ) -> list[dict[str, float]]:
+                      own_lines: set[int], siblings: SiblingIndex, considered: Sequence[Sequence[int]],
+                      on_rows: Callable[[int], None] | None = None) -> list[dict[str, float]]:
     """Per leaf, what its best acting unit says without its own names (`decoys.abstract_text`): a renamer or a
     comment stripper leaves these as they were, and naming foreign code after the requirements adds nothing.
 
@@ -379,6 +379,8 @@ def abstract_features(embedder: Embedder, acts: SubmissionActs, queries: Sequenc
         own_lines: The submission's `decoys.submission_line_hashes` (its own code is no decoy).
         siblings: The leaves' siblings (`SiblingIndex`): leaves with its very terms are not rivals.
         considered: Per leaf, the acting units it considers (retrieval order).
+        on_rows: Told how many more leaves went through each of its two passes (their decoy scale, then their
+            features): a grade's progress, so a count moves through the seconds this takes at 5,000 leaves.
 
     Returns:
         Per leaf: `txt_abstract_similarity` (the best considered unit's cosine), `txt_abstract_z` (on the decoys'
@@ -390,9 +392,11 @@ def abstract_features(embedder: Embedder, acts: SubmissionActs, queries: Sequenc
     texts = {n: abstract_text(acts.behaviour(n)) for n in wanted}
     encoded = embedder.encode([texts[n] for n in wanted]) if wanted else np.zeros((0, 0), dtype=np.float32)
     vectors = {n: encoded[i] for i, n in enumerate(wanted)}
-    scales = decoy_scales(query_vectors, own_lines, abstract=True)
+    scales = decoy_scales(query_vectors, own_lines, abstract=True, on_rows=on_rows)
     out = []
     for row, units in enumerate(considered):
+        if on_rows is not None:
+            on_rows(1)
         scale = scales[row]
         if not units:
             out.append({"txt_abstract_similarity": 0.0, "txt_abstract_z": scale.z(0.0), "txt_abstract_margin": 0.0,
