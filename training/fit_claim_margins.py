@@ -35,9 +35,8 @@ from judge.settings import configure_offline_environment
 configure_offline_environment()
 
 from location_variants import contrast_variants  # noqa: E402
-from reference_cases import all_cases, other_paper_case, split_papers, variants  # noqa: E402
+from reference_cases import all_cases, other_paper_case, split_papers, variants, with_progress  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from judge.checks.learned import learned_decision  # noqa: E402
@@ -72,33 +71,28 @@ async def collect(cases: list[Any], everything: list[Any], console: Console) -> 
     grader = Grader(rubric, EmbeddedJudge())
     check = RequirementInDiff()
     rows: list[Row] = []
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as progress:
-        bar = progress.add_task("grading", total=len(cases))
-        for case in cases:
-            progress.update(bar, description=f"grading {case.task.task_id}")
-            foreign = other_paper_case(case, everything)
-            for variant in [*variants(case, everything, restatements=False), *contrast_variants(case, foreign)]:
-                prepared = await grader.prepare(case.task, Submission(
-                    submission_id=f"fit:{variant.kind}", task_id=case.task.task_id, diff=variant.diff))
-                for evidence in prepared.evidence:
-                    index = evidence.leaf.id.rsplit(".", 1)[-1]
-                    facts = evidence.facts
-                    if evidence.leaf.stage != "implementation" or not index.isdigit() or \
-                            not isinstance(facts, RequirementFacts) or facts.fails_before_judge:
-                        continue
-                    label = variant.expected.get(int(index))
-                    if label is None or not any(isinstance(s.meta, UnitMeta) and s.meta.code
-                                                for s in evidence.snippets):
-                        continue
-                    args = check.args(evidence.leaf)
-                    assert isinstance(args, RequirementArgs)
-                    decision = learned_decision(_Features(), evidence, args.text_model)
-                    passes = decision is not None and decision.label == "pass" and not check._below_floor(
-                        facts.features, False, args.model_copy(update=dict.fromkeys(RULES)))
-                    rows.append((variant.kind, label, passes, case.task.task_id,
-                                 {k: v for k, v in facts.features.items() if k.startswith("txt_")}))
-            progress.advance(bar)
+    for case in with_progress(cases, console, "grading"):
+        foreign = other_paper_case(case, everything)
+        for variant in [*variants(case, everything, restatements=False), *contrast_variants(case, foreign)]:
+            prepared = await grader.prepare(case.task, Submission(
+                submission_id=f"fit:{variant.kind}", task_id=case.task.task_id, diff=variant.diff))
+            for evidence in prepared.evidence:
+                index = evidence.leaf.id.rsplit(".", 1)[-1]
+                facts = evidence.facts
+                if evidence.leaf.stage != "implementation" or not index.isdigit() or \
+                        not isinstance(facts, RequirementFacts) or facts.fails_before_judge:
+                    continue
+                label = variant.expected.get(int(index))
+                if label is None or not any(isinstance(s.meta, UnitMeta) and s.meta.code
+                                            for s in evidence.snippets):
+                    continue
+                args = check.args(evidence.leaf)
+                assert isinstance(args, RequirementArgs)
+                decision = learned_decision(_Features(), evidence, args.text_model)
+                passes = decision is not None and decision.label == "pass" and not check._below_floor(
+                    facts.features, False, args.model_copy(update=dict.fromkeys(RULES)))
+                rows.append((variant.kind, label, passes, case.task.task_id,
+                             {k: v for k, v in facts.features.items() if k.startswith("txt_")}))
     return rows
 
 

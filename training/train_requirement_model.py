@@ -54,10 +54,18 @@ from code_renaming import renamed, renamed_after  # noqa: E402
 from evidence_gold import parse_added_diff  # noqa: E402
 from location_variants import contrast_variants, location_variants  # noqa: E402
 from paperbench_cases import code_diff, foreign_paper, load_case, paper_split  # noqa: E402
-from reference_cases import all_cases, files_of, other_paper, other_paper_case, split_papers, variants, with_reference  # noqa: E402
+from reference_cases import (  # noqa: E402
+    all_cases,
+    files_of,
+    other_paper,
+    other_paper_case,
+    split_papers,
+    variants,
+    with_progress,
+    with_reference,
+)
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import cross_val_predict  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
@@ -87,37 +95,32 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
     """(features, label, group, variant kind) of every labelled leaf with an acting candidate, per mode
     (`everything`: all cases, where another task of the same paper is found)."""
     rows: dict[str, list[Row]] = {"text": [], "reference": []}
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as progress:
-        bar = progress.add_task("features", total=len(cases))
-        for case in cases:
-            progress.update(bar, description=f"features {case.task.task_id}")
-            foreign = other_paper(case, cases)
-            foreign_case = other_paper_case(case, cases)
-            # Location carries no answer: own code moved or merged passes, foreign code at the cited paths fails
-            # (a changed stated value is decided by the value check, not learned: left out).
-            located = [v for v in location_variants(case, everything, foreign_case, merged_too=True)
-                       if v.kind != "value_changed"]
-            # Contrasts inside one submission (issue 40): half of the requirements' code removed, names made
-            # meaningless, another paper's code named after the requirements.
-            contrasts = contrast_variants(case, foreign_case)
-            for variant in [*variants(case, everything, restatements=False), *([foreign] if foreign else []),
-                            *located, *contrasts]:
-                for mode, task in (("text", case.task), ("reference", with_reference(case.task, case.diff))):
-                    submission = Submission(submission_id=f"train:{variant.kind}", task_id=task.task_id,
-                                            diff=variant.diff)
-                    prepared = await grader.prepare(task, submission)
-                    for evidence in prepared.evidence:
-                        index = evidence.leaf.id.rsplit(".", 1)[-1]
-                        if evidence.leaf.stage != "implementation" or not index.isdigit():
-                            continue
-                        label = variant.expected.get(int(index))
-                        if label is None or not any(isinstance(s.meta, UnitMeta) and s.meta.code
-                                                    for s in evidence.snippets):
-                            continue
-                        rows[mode].append((requirement_feature_vector(evidence), label, case.task.task_id,
-                                           variant.kind))
-            progress.advance(bar)
+    for case in with_progress(cases, console, "features"):
+        foreign = other_paper(case, cases)
+        foreign_case = other_paper_case(case, cases)
+        # Location carries no answer: own code moved or merged passes, foreign code at the cited paths fails
+        # (a changed stated value is decided by the value check, not learned: left out).
+        located = [v for v in location_variants(case, everything, foreign_case, merged_too=True)
+                   if v.kind != "value_changed"]
+        # Contrasts inside one submission (issue 40): half of the requirements' code removed, names made
+        # meaningless, another paper's code named after the requirements.
+        contrasts = contrast_variants(case, foreign_case)
+        for variant in [*variants(case, everything, restatements=False), *([foreign] if foreign else []),
+                        *located, *contrasts]:
+            for mode, task in (("text", case.task), ("reference", with_reference(case.task, case.diff))):
+                submission = Submission(submission_id=f"train:{variant.kind}", task_id=task.task_id,
+                                        diff=variant.diff)
+                prepared = await grader.prepare(task, submission)
+                for evidence in prepared.evidence:
+                    index = evidence.leaf.id.rsplit(".", 1)[-1]
+                    if evidence.leaf.stage != "implementation" or not index.isdigit():
+                        continue
+                    label = variant.expected.get(int(index))
+                    if label is None or not any(isinstance(s.meta, UnitMeta) and s.meta.code
+                                                for s in evidence.snippets):
+                        continue
+                    rows[mode].append((requirement_feature_vector(evidence), label, case.task.task_id,
+                                       variant.kind))
     return rows
 
 

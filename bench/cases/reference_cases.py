@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,10 +20,24 @@ sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "b
 
 from evidence_gold import FileBlock, GoldCase, Span, load_cases, render_without
 from reference_variants import RESTATEMENTS, added_diff, rewrite
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from judge.models import Task
 
 DROPS_PER_TASK = 3
+
+
+def with_progress(cases: list[GoldCase], console: Console, verb: str = "grading") -> Iterator[GoldCase]:
+    """The cases one by one under a progress bar naming the task at hand ("grading 93022:0"); the bar moves
+    when the caller asks for the next case."""
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = progress.add_task(verb, total=len(cases))
+        for case in cases:
+            progress.update(bar, description=f"{verb} {case.task.task_id}")
+            yield case
+            progress.advance(bar)
 
 
 def split_papers(papers: list[str]) -> tuple[list[str], list[str]]:
@@ -133,4 +148,4 @@ def cases_to_grade(everything: list[GoldCase], papers: str, tasks_per_paper: int
 
 
 __all__ = ["GoldCase", "Span", "Variant", "all_cases", "cases_to_grade", "files_of", "other_paper", "other_paper_case",
-           "other_task", "split_papers", "variants", "with_reference"]
+           "other_task", "split_papers", "variants", "with_progress", "with_reference"]

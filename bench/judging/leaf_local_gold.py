@@ -47,10 +47,9 @@ configure_offline_environment()
 
 from evidence_gold import requirement_leaves  # noqa: E402
 from location_variants import contrast_variants, emptied_helpers, foreign_at_cited, location_variants  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_reference  # noqa: E402
+from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_progress, with_reference  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
@@ -119,47 +118,42 @@ def within_auc(leaves: dict[int, LeafResult], expected: dict[int, str | None]) -
 async def measure(grader: Grader, cases: list[Any], everything: list[Any], console: Console) -> dict[str, list[float]]:
     """Per figure, one value per counted leaf (1.0 / 0.0), per submission (AUC) or per grade (seconds)."""
     out: dict[str, list[float]] = defaultdict(list)
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as progress:
-        bar = progress.add_task("grading", total=len(cases))
-        for case in cases:
-            progress.update(bar, description=f"grading {case.task.task_id}")
-            foreign = other_paper_case(case, everything)
-            cited = sorted(case.cited)
-            kinds = [v for v in variants(case, everything, restatements=False) if v.kind in {"drop", "other_task"}]
-            kinds += location_variants(case, everything, foreign) + contrast_variants(case, foreign)
-            emptied = emptied_helpers(case)
-            kinds += [emptied] if emptied is not None else []
-            for mode in ("noref", "ref"):
-                task = with_reference(case.task, case.diff) if mode == "ref" else case.task
+    for case in with_progress(cases, console, "grading"):
+        foreign = other_paper_case(case, everything)
+        cited = sorted(case.cited)
+        kinds = [v for v in variants(case, everything, restatements=False) if v.kind in {"drop", "other_task"}]
+        kinds += location_variants(case, everything, foreign) + contrast_variants(case, foreign)
+        emptied = emptied_helpers(case)
+        kinds += [emptied] if emptied is not None else []
+        for mode in ("noref", "ref"):
+            task = with_reference(case.task, case.diff) if mode == "ref" else case.task
 
-                async def grade(diff: str, kind: str, task: Any = task) -> Grade:
-                    return await grader.grade(task, Submission(submission_id=f"bench:{kind}", task_id=task.task_id,
-                                                               diff=diff))
-                own = requirement_leaves(await grade(case.diff, "own"))
-                started = time.perf_counter()
-                await grade(case.diff + added_diff({"bench_rerun.txt": f"rerun {mode}"}), "own-again")
-                out[f"{mode}:seconds"].append(time.perf_counter() - started)
-                out[f"{mode}:own_pass"] += [own[i].verdict == "pass" for i in cited if i in own]
-                for variant in kinds:
-                    leaves = requirement_leaves(await grade(variant.diff, variant.kind))
-                    passed = {i: leaves[i].verdict == "pass" for i in variant.expected if i in leaves}
-                    fails = [i for i, e in variant.expected.items() if e == "fail" and i in passed]
-                    keeps = [i for i, e in variant.expected.items() if e == "pass" and i in passed]
-                    if variant.kind == "half_removed":
-                        out[f"{mode}:half_removed_removed_pass"] += [passed[i] for i in fails]
-                        out[f"{mode}:half_removed_kept_pass"] += [passed[i] for i in keeps]
-                        auc = within_auc(leaves, variant.expected)
-                        if auc is not None:
-                            out[f"{mode}:half_removed_within_auc"].append(auc)
-                    elif variant.kind == "drop":
-                        out[f"{mode}:drop_fail"].append(leaves[variant.dropped].verdict == "fail")
-                    elif variant.kind == "value_changed":
-                        out[f"{mode}:value_changed_not_pass"].append(not passed.get(variant.dropped, False))
-                    elif variant.kind in _FIGURES:
-                        counted = keeps if variant.kind in {"renamed", "moved"} else fails
-                        out[f"{mode}:{_FIGURES[variant.kind]}"] += [passed[i] for i in counted]
-            progress.advance(bar)
+            async def grade(diff: str, kind: str, task: Any = task) -> Grade:
+                return await grader.grade(task, Submission(submission_id=f"bench:{kind}", task_id=task.task_id,
+                                                           diff=diff))
+            own = requirement_leaves(await grade(case.diff, "own"))
+            started = time.perf_counter()
+            await grade(case.diff + added_diff({"bench_rerun.txt": f"rerun {mode}"}), "own-again")
+            out[f"{mode}:seconds"].append(time.perf_counter() - started)
+            out[f"{mode}:own_pass"] += [own[i].verdict == "pass" for i in cited if i in own]
+            for variant in kinds:
+                leaves = requirement_leaves(await grade(variant.diff, variant.kind))
+                passed = {i: leaves[i].verdict == "pass" for i in variant.expected if i in leaves}
+                fails = [i for i, e in variant.expected.items() if e == "fail" and i in passed]
+                keeps = [i for i, e in variant.expected.items() if e == "pass" and i in passed]
+                if variant.kind == "half_removed":
+                    out[f"{mode}:half_removed_removed_pass"] += [passed[i] for i in fails]
+                    out[f"{mode}:half_removed_kept_pass"] += [passed[i] for i in keeps]
+                    auc = within_auc(leaves, variant.expected)
+                    if auc is not None:
+                        out[f"{mode}:half_removed_within_auc"].append(auc)
+                elif variant.kind == "drop":
+                    out[f"{mode}:drop_fail"].append(leaves[variant.dropped].verdict == "fail")
+                elif variant.kind == "value_changed":
+                    out[f"{mode}:value_changed_not_pass"].append(not passed.get(variant.dropped, False))
+                elif variant.kind in _FIGURES:
+                    counted = keeps if variant.kind in {"renamed", "moved"} else fails
+                    out[f"{mode}:{_FIGURES[variant.kind]}"] += [passed[i] for i in counted]
     return out
 
 

@@ -38,10 +38,9 @@ configure_offline_environment()
 
 from evidence_gold import requirement_leaves  # noqa: E402
 from location_variants import foreign_at_cited, moved, touched_by, value_changes  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_reference  # noqa: E402
+from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_progress, with_reference  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from judge.grading.grader import Grader  # noqa: E402
@@ -85,44 +84,39 @@ def verdicts(grade: Grade) -> dict[int, str]:
 async def measure(grader: Grader, cases: list[Any], everything: list[Any], console: Console) -> dict[str, list[float]]:
     """Per figure, one value per counted leaf (1.0 / 0.0), or per grade for seconds and flags."""
     out: dict[str, list[float]] = defaultdict(list)
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as progress:
-        bar = progress.add_task("grading", total=len(cases))
-        for case in cases:
-            progress.update(bar, description=f"grading {case.task.task_id}")
-            foreign = other_paper_case(case, everything)
-            cited = sorted(case.cited)
-            for mode in ("noref", "ref"):
-                task = with_reference(case.task, case.diff) if mode == "ref" else case.task
+    for case in with_progress(cases, console, "grading"):
+        foreign = other_paper_case(case, everything)
+        cited = sorted(case.cited)
+        for mode in ("noref", "ref"):
+            task = with_reference(case.task, case.diff) if mode == "ref" else case.task
 
-                async def grade(diff: str, kind: str, task: Any = task) -> Grade:
-                    return await grader.grade(task, Submission(submission_id=f"bench:{kind}", task_id=task.task_id,
-                                                               diff=diff))
-                own_grade = await grade(case.diff, "own")
-                # Seconds of a warm grade (models loaded, embeddings of this code cached): what a rerun costs.
-                started = time.perf_counter()
-                await grade(case.diff + added_diff({"bench_rerun.txt": f"rerun {mode}"}), "own-again")
-                out[f"{mode}:seconds"].append(time.perf_counter() - started)
-                own = verdicts(own_grade)
-                out[f"{mode}:own_pass"] += [own.get(i) == "pass" for i in cited]
-                out[f"{mode}:own_value_flags"].append(float(sum(
-                    "stated_value_mismatch" in leaf.flags for leaf in requirement_leaves(own_grade).values())))
-                moved_v = verdicts(await grade(moved(case)[0], "moved"))
-                out[f"{mode}:moved_pass"] += [moved_v.get(i) == "pass" for i in cited]
-                if foreign is not None:
-                    foreign_v = verdicts(await grade(foreign_at_cited(case, foreign), "foreign"))
-                    out[f"{mode}:foreign_pass"] += [foreign_v.get(i) == "pass" for i in cited]
-                for index, diff, _ in value_changes(case):
-                    changed = verdicts(await grade(diff, "value"))
-                    out[f"{mode}:value_not_pass"].append(changed.get(index) != "pass")
-                    kept = [o for o in cited if o != index and o not in touched_by(case, index)]
-                    out[f"{mode}:value_others_changed"] += [changed.get(o) != own.get(o) for o in kept]
-                for variant in (v for v in variants(case, everything, restatements=False) if v.kind == "drop"):
-                    dropped = verdicts(await grade(variant.diff, "drop"))
-                    out[f"{mode}:drop_fail"].append(dropped.get(variant.dropped) == "fail")
-                    kept = [o for o, e in variant.expected.items() if e == "pass"]
-                    out[f"{mode}:drop_others_changed"] += [dropped.get(o) != own.get(o) for o in kept]
-            progress.advance(bar)
+            async def grade(diff: str, kind: str, task: Any = task) -> Grade:
+                return await grader.grade(task, Submission(submission_id=f"bench:{kind}", task_id=task.task_id,
+                                                           diff=diff))
+            own_grade = await grade(case.diff, "own")
+            # Seconds of a warm grade (models loaded, embeddings of this code cached): what a rerun costs.
+            started = time.perf_counter()
+            await grade(case.diff + added_diff({"bench_rerun.txt": f"rerun {mode}"}), "own-again")
+            out[f"{mode}:seconds"].append(time.perf_counter() - started)
+            own = verdicts(own_grade)
+            out[f"{mode}:own_pass"] += [own.get(i) == "pass" for i in cited]
+            out[f"{mode}:own_value_flags"].append(float(sum(
+                "stated_value_mismatch" in leaf.flags for leaf in requirement_leaves(own_grade).values())))
+            moved_v = verdicts(await grade(moved(case)[0], "moved"))
+            out[f"{mode}:moved_pass"] += [moved_v.get(i) == "pass" for i in cited]
+            if foreign is not None:
+                foreign_v = verdicts(await grade(foreign_at_cited(case, foreign), "foreign"))
+                out[f"{mode}:foreign_pass"] += [foreign_v.get(i) == "pass" for i in cited]
+            for index, diff, _ in value_changes(case):
+                changed = verdicts(await grade(diff, "value"))
+                out[f"{mode}:value_not_pass"].append(changed.get(index) != "pass")
+                kept = [o for o in cited if o != index and o not in touched_by(case, index)]
+                out[f"{mode}:value_others_changed"] += [changed.get(o) != own.get(o) for o in kept]
+            for variant in (v for v in variants(case, everything, restatements=False) if v.kind == "drop"):
+                dropped = verdicts(await grade(variant.diff, "drop"))
+                out[f"{mode}:drop_fail"].append(dropped.get(variant.dropped) == "fail")
+                kept = [o for o, e in variant.expected.items() if e == "pass"]
+                out[f"{mode}:drop_others_changed"] += [dropped.get(o) != own.get(o) for o in kept]
     return out
 
 
