@@ -223,7 +223,7 @@ class RequirementInDiff(Check):
         rivals = RivalRequirements(embedder, task if without_reference else task.model_copy(
             update={"other_task_requirements": []}), queries, query_vectors)
         acting_columns = [column[u] for u in embedded if u in acting_set]
-        fits = rivals.fits(unit_vectors[acting_columns], hashes)
+        fits = rivals.fits(unit_vectors[acting_columns], scales, hashes)
         reads = read_lines(view)
         orders = [[by_id[s.unit_id] for s in retrieval.units] for retrieval in ranked.requirements]
         abstracted = abstract_features(embedder, acts, queries, query_vectors, hashes, siblings,

@@ -5,7 +5,7 @@ rubric without a model (`untrained_rules`)."""
 from __future__ import annotations
 
 from judge.checks.requirement.arguments import RequirementArgs
-from judge.checks.requirement.rival_tasks import RIVAL_WINS
+from judge.checks.requirement.rival_tasks import NO_RIVAL_FIT, RIVAL_WINS
 from judge.checks.verdicts import margin_confidence
 
 
@@ -13,7 +13,7 @@ def rival_task_wins(features: dict[str, float], args: RequirementArgs) -> bool:
     """Without a reference: another task of the paper fits the submission better than this one by the rubric's
     margin, and it does not ask for this leaf's requirement (rival_tasks.py)."""
     return args.rival_task_margin is not None and not features.get("txt_rival_task_shared", 0.0) and \
-        features.get("txt_rival_task_fit", float("-inf")) - features.get("txt_task_fit", 0.0) > args.rival_task_margin
+        features.get("txt_rival_task_fit", NO_RIVAL_FIT) - features.get("txt_task_fit", 0.0) > args.rival_task_margin
 
 
 def below_floor(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from judge.checks.requirement.decoys import decoy_scales
+from judge.checks.requirement.decoys import DecoyScale, decoy_scales
 from judge.embeddings.encoder import Embedder
 from judge.models import Task
 from judge.submission.distinguishing import requirement_terms
@@ -45,20 +45,24 @@ class RivalMatch:
     similarity: float = -1.0
 
 
+# The rival fit of a grade without other tasks: far below any fit (finite, so stored features stay valid JSON).
+NO_RIVAL_FIT = -100.0
+
+
 @dataclass(frozen=True)
 class TaskFits:
     """How this task and the best-fitting other task of the paper fit the submission's acting code.
 
     Attributes:
-        own: This task's fit (`txt_task_fit`).
-        rival: The best other task's (`txt_rival_task_fit`; -inf without one).
+        own: This task's fit (`txt_task_fit`; 0.0 without other tasks: it is only weighed against theirs).
+        rival: The best other task's (`txt_rival_task_fit`; `NO_RIVAL_FIT` without one).
         rival_task: Its position in `Task.other_task_requirements` (None without one).
         shared: Per leaf, whether that task restates the leaf's requirement (such a leaf is not failed for it).
         rival_question: That task's first requirement, to name it.
     """
 
-    own: float
-    rival: float = float("-inf")
+    own: float = 0.0
+    rival: float = NO_RIVAL_FIT
     rival_task: int | None = None
     shared: tuple[bool, ...] = ()
     rival_question: str = ""
@@ -90,17 +94,16 @@ class RivalRequirements:
         width = query_vectors.shape[1] if query_vectors.ndim == 2 else 0
         self.vectors = (np.asarray(embedder.encode(self.texts), dtype=np.float32) if self.texts
                         else np.zeros((0, width), dtype=np.float32))
-        self.restated = self._restated()
+        self._rival_terms = [requirement_terms(t) for t in self.texts]
 
-    def _restated(self) -> npt.NDArray[np.bool_]:
-        """leaves x rivals: the rival restates the leaf's requirement (its very terms, or nearly its meaning)."""
-        if not self.texts or not len(self.queries):
-            return np.zeros((len(self.queries), len(self.texts)), dtype=bool)
-        same = np.asarray(self.query_vectors @ self.vectors.T, dtype=np.float64) >= SAME_MEANING
-        rival_terms = [requirement_terms(t) for t in self.texts]
-        for row, query in enumerate(self.queries):
-            terms = requirement_terms(query)
-            same[row] |= np.array([len(terms & t) / max(1, len(terms | t)) >= SAME_TERMS for t in rival_terms])
+    def restated(self, row: int) -> npt.NDArray[np.bool_]:
+        """Per rival, whether it restates leaf `row`'s requirement (its very terms, or nearly its meaning);
+        worked out row by row, so memory does not grow with leaves x rivals."""
+        if not self.texts:
+            return np.zeros(0, dtype=bool)
+        same = np.asarray(self.vectors @ self.query_vectors[row], dtype=np.float64) >= SAME_MEANING
+        terms = requirement_terms(self.queries[row])
+        same |= np.array([len(terms & t) / max(1, len(terms | t)) >= SAME_TERMS for t in self._rival_terms])
         return same
 
     def best(self, row: int, code: npt.NDArray[np.float32]) -> RivalMatch:
@@ -108,38 +111,39 @@ class RivalRequirements:
         if not self.texts:
             return RivalMatch()
         scores = np.asarray(self.vectors @ code, dtype=np.float64)
-        scores[self.restated[row]] = -np.inf
+        scores[self.restated(row)] = -np.inf
         if not np.isfinite(scores).any():
             return RivalMatch()
         best = int(np.argmax(scores))
         return RivalMatch(self.texts[best], float(scores[best]))
 
-    def fits(self, unit_vectors: npt.NDArray[np.float32], own_lines: set[int]) -> TaskFits:
+    def fits(self, unit_vectors: npt.NDArray[np.float32], scales: Sequence[DecoyScale], own_lines: set[int]
+             ) -> TaskFits:
         """This task's and the best other task's fit to the acting units embedded as `unit_vectors` (rows).
 
         Args:
             unit_vectors: The submission's acting units' embeddings (rows, unit-normalised).
+            scales: The leaves' decoy scales (`decoys.decoy_scales`, worked out once per grade).
             own_lines: The submission's `decoys.submission_line_hashes` (its own code is no decoy).
         """
-        own = _fit(self.query_vectors, unit_vectors, own_lines)
         if not self.texts or not len(unit_vectors):
-            return TaskFits(float(np.mean(own)) if len(own) else 0.0)
-        rival = _fit(self.vectors, unit_vectors, own_lines)
+            return TaskFits()
+        own = _fit(self.query_vectors, unit_vectors, scales)
+        rival = _fit(self.vectors, unit_vectors, decoy_scales(self.vectors, own_lines))
         means = np.array([rival[self.group == g].mean() for g in range(self.groups)])
         winner = int(np.argmax(means))
         in_winner = self.group == winner
         return TaskFits(float(np.mean(own)) if len(own) else 0.0, float(means[winner]), winner,
-                        tuple(bool(self.restated[row, in_winner].any()) for row in range(len(self.queries))),
+                        tuple(bool(self.restated(row)[in_winner].any()) for row in range(len(self.queries))),
                         self.texts[int(np.argmax(in_winner))])
 
 
-def _fit(requirements: npt.NDArray[np.float32], units: npt.NDArray[np.float32], own_lines: set[int]
+def _fit(requirements: npt.NDArray[np.float32], units: npt.NDArray[np.float32], scales: Sequence[DecoyScale]
          ) -> npt.NDArray[np.float64]:
-    """Per requirement (rows), the decoy standard score of its closest unit."""
+    """Per requirement (rows), the decoy standard score (`scales`, one per row) of its closest unit."""
     if not len(requirements) or not len(units):
         return np.zeros(len(requirements))
     closest = np.asarray(requirements @ units.T, dtype=np.float64).max(axis=1)
-    scales = decoy_scales(requirements, own_lines)
     return np.array([scale.z(float(value)) for scale, value in zip(scales, closest, strict=True)])
 
 
