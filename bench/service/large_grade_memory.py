@@ -82,7 +82,7 @@ def embedded_texts(body: dict[str, Any]) -> list[str]:
     grader = Grader(load_rubric(body["rubric"]), build_judge("embedded"))
     task, submission = Task.model_validate(body["task"]), Submission.model_validate(body["submission"])
     prepared = grader._parsed(task, submission, [], None)
-    return list(dict.fromkeys(grader.builder.texts_to_embed(prepared.pending, prepared.view)))
+    return list(dict.fromkeys(grader.builder.texts_to_embed(prepared.pending, prepared.view, task)))
 
 
 def floor(texts: list[str], folder: Path) -> dict[str, float]:

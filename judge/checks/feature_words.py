@@ -137,10 +137,6 @@ REQUIREMENT_FEATURE_WORDS: dict[str, FeatureWords] = {
     "txt_abstract_margin": FeatureWords("lead of the requirement over its sibling requirements in similarity to the "
                                         "code, its own names left out"),
     "txt_abstract_cover": share("share of the requirement's words in what the code calls and the values it uses"),
-    "txt_window_margin": FeatureWords("lead of the requirement over every other requirement in similarity to the few "
-                                      "lines that come closest to it"),
-    "txt_window_above": share("share of the other requirements closer than this one to the few lines that come "
-                              "closest to it"),
     "txt_task_fit": FeatureWords("how far above unrelated code the submission stands for this task's requirements"),
     "txt_rival_task_fit": FeatureWords("how far above unrelated code the submission stands for the requirements of "
                                        "the paper's other task it fits best"),

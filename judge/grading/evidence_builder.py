@@ -31,6 +31,10 @@ class EvidenceSource(Protocol):
         """The texts `build_evidence` will embed."""
         ...
 
+    def task_texts_to_embed(self, task: Task) -> list[str]:
+        """The task's own texts `build_evidence` will embed."""
+        ...
+
     def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
                        view: SubmissionView) -> list[LeafEvidence]:
         """Evidence of each leaf, in order."""
@@ -67,10 +71,11 @@ class EvidenceBuilder:
             by_check[leaf.check.name].append(leaf)
         return [(self.checks.get(name), group) for name, group in by_check.items() if name in self.checks]
 
-    def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView) -> list[str]:
-        """Every text the checks of `leaves` embed for them (a caller building many submissions' evidence
-        embeds them all in one batch first; `build` then finds the vectors in memory)."""
-        return [text for check, group in self._groups(leaves) for text in check.texts_to_embed(group, view)]
+    def texts_to_embed(self, leaves: list[Leaf], view: SubmissionView, task: Task) -> list[str]:
+        """Every text the checks of `leaves` embed for them, the task's own texts included (a caller building many
+        submissions' evidence embeds them all in one batch first; `build` then finds the vectors in memory)."""
+        return [text for check, group in self._groups(leaves)
+                for text in [*check.texts_to_embed(group, view), *check.task_texts_to_embed(task)]]
 
     def build(self, leaves: list[Leaf], task: Task, view: SubmissionView) -> list[LeafEvidence]:
         """Evidence for every leaf, in the order given (a leaf of an unknown check gets none)."""
@@ -78,7 +83,8 @@ class EvidenceBuilder:
         # One encode call for the whole grade: the checks then find their vectors in memory. Check by
         # check, a grade made ~9 model calls of 2-6 texts each; one call is 5-9% faster on the bench's
         # tasks (the model's compute is most of the cost, not the number of calls).
-        texts = list(dict.fromkeys(text for check, group in groups for text in check.texts_to_embed(group, view)))
+        texts = list(dict.fromkeys(text for check, group in groups
+                                   for text in [*check.texts_to_embed(group, view), *check.task_texts_to_embed(task)]))
         progress = leaf_progress.current()
         if progress is not None:  # the model's batches move the leaves' embedding step (texts in the cache: none)
             progress.embedding(len(texts), len(leaves))

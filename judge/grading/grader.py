@@ -364,8 +364,8 @@ class Grader:
                                         hashes.submission if hashes else None, hashes.task if hashes else None))
             except MalformedDiffError as exc:
                 out.append(exc)
-        ready = [p for p in out if isinstance(p, PreparedGrade)]
-        texts = [text for p in ready for text in self.builder.texts_to_embed(p.pending, p.view)]
+        texts = [text for p, item in zip(out, inputs, strict=True) if isinstance(p, PreparedGrade)
+                 for text in self.builder.texts_to_embed(p.pending, p.view, item.task)]
         self.builder.embedder.encode(list(dict.fromkeys(texts)))  # one batched pass; each build hits memory
         for prepared, item in zip(out, inputs, strict=True):
             if isinstance(prepared, PreparedGrade):

@@ -55,7 +55,6 @@ from judge.checks.requirement.hollow_gate import (
 )
 from judge.checks.requirement.hollow_units import HollowUnits
 from judge.checks.requirement.hunks import hunk_evidence, hunk_texts_to_embed
-from judge.checks.requirement.line_windows import claim_note, window_claims
 from judge.checks.requirement.payload import HunkMeta, RequirementFacts, RequirementHunkFacts, UnitMeta
 from judge.checks.requirement.rationale import (
     as_sentence,
@@ -67,7 +66,7 @@ from judge.checks.requirement.rationale import (
     requirement_rationale,
     values_verdict,
 )
-from judge.checks.requirement.rival_tasks import RIVAL_WINS, RivalRequirements, rival_task_rationale
+from judge.checks.requirement.rival_tasks import RIVAL_WINS, RivalRequirements, rival_task_rationale, rival_texts
 from judge.checks.requirement.stated_values import read_lines, value_checks
 from judge.checks.verdicts import eligible, embedded_result, level, margin_confidence, quote
 from judge.embeddings.encoder import Embedder
@@ -191,6 +190,12 @@ class RequirementInDiff(Check):
         return (queries + [decoy_text(view.code_units[u]) for u in units]
                 + [abstract_text(acts.behaviour(u)) for u in units if acts.acts(u)])
 
+    def task_texts_to_embed(self, task: Task) -> list[str]:
+        # The paper's other tasks' requirements (rival_tasks), read only without a reference.
+        if task.ground_truth_diff or task.reference_files:
+            return []
+        return [text for texts in rival_texts(task) for text in texts]
+
     def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
                        view: SubmissionView) -> list[LeafEvidence]:
         if not view.code_units:
@@ -229,9 +234,6 @@ class RequirementInDiff(Check):
         abstracted = abstract_features(embedder, acts, queries, query_vectors, hashes, siblings,
                                        [[n for n in order if n in acting_set][:_CONSIDERED] for order in orders],
                                        on_rows=_one_pass)
-        claims = window_claims(embedder, units, queries, query_vectors, siblings, rivals,
-                               [[n for n in order if n in acting_set][:_CONSIDERED] if matches[row] is None else []
-                                for row, order in enumerate(orders)])
         result = []
         for row, leaf in enumerate(leaves):
             args = self.args(leaf)
@@ -258,8 +260,6 @@ class RequirementInDiff(Check):
             features.update(term_cover(queries[row], executable_text(units[text_pick[1]]) if text_pick else None,
                                        [executable_text(units[n]) for n in acting_order[:3]], view.code_terms))
             features.update(abstracted[row])
-            features["txt_window_margin"] = claims[row].margin
-            features["txt_window_above"] = claims[row].above
             features["txt_task_fit"], features["txt_rival_task_fit"] = fits.own, fits.rival
             features["txt_rival_task_shared"] = float(fits.shared[row]) if fits.shared else 0.0
             match = matches[row]
@@ -283,7 +283,7 @@ class RequirementInDiff(Check):
                 features=features, reference_mode=match is not None, values=values, hollow=hollow_reasons,
                 sibling=requirement_text(leaves[sibling_row].target)[:90] if sibling_row is not None else "",
                 sibling_similarity=float(sims[sibling_row, col]) if sibling_row is not None and col is not None
-                else 0.0, window=claims[row], rival_task=fits.rival_question[:90],
+                else 0.0, rival_task=fits.rival_question[:90],
                 fails_before_judge=gate_reason(hollow_reasons, whole=whole)
                 if whole or (only_hollow and match is None) else ""))
             if match is not None and match.spans:
@@ -405,8 +405,6 @@ class RequirementInDiff(Check):
             if model is args.coder_text_model and "coder_logit" in features and not floor:
                 rationale += (f" The coder model read it and answered that it implements the requirement with "
                               f"P(yes)={1 / (1 + np.exp(-features['coder_logit'])):.2f}.")
-        if not with_reference:
-            rationale += claim_note(facts.window)
         if facts.hollow:
             rationale += f" Not counted, as it does nothing: {hollow_names(facts.hollow)}."
         verdict, score = level(leaf, index)

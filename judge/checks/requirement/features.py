@@ -77,7 +77,7 @@ TEXT_FEATURES = (
     "txt_task_z", "txt_values_stated", "txt_values_held", "txt_values_absent",
     "txt_term_cover", "txt_term_cover_region", "txt_term_cover_sub",
     "txt_abstract_similarity", "txt_abstract_z", "txt_abstract_margin", "txt_abstract_cover", "txt_task_abstract_z",
-    "txt_window_margin", "txt_window_above", "txt_task_fit", "txt_rival_task_fit", "txt_rival_task_shared",
+    "txt_task_fit", "txt_rival_task_fit", "txt_rival_task_shared",
 )
 # What the whole submission says of the task (its code against unrelated code, averaged over the task's leaves):
 # no learned decision reads them, so they never lift a leaf; the text mode's task gate

@@ -10,7 +10,6 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from judge.checks.requirement.line_windows import NO_WINDOW, WindowClaim
 from judge.checks.verdicts import RankedMeta
 from judge.models.evidence import SHOWN_TO_LLM, CheckFacts, SnippetMeta
 
@@ -50,8 +49,6 @@ class RequirementFacts(CheckFacts):
             similar to ("" when none), and `sibling_similarity` the code's similarity to it.
         rival_task: Without a reference, the first requirement of the paper's other task that fits the submission
             best, when other tasks are known ("" otherwise; `rival_tasks`).
-        window: Without a reference, the leaf's best few lines and the requirement that claims them
-            (`line_windows`).
     """
 
     named_files_touched: Annotated[list[str], SHOWN_TO_LLM]
@@ -62,7 +59,6 @@ class RequirementFacts(CheckFacts):
     sibling: str = ""
     sibling_similarity: float = 0.0
     rival_task: str = ""
-    window: WindowClaim = NO_WINDOW
 
 
 class RequirementHunkFacts(CheckFacts):

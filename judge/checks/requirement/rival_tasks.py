@@ -11,8 +11,8 @@ this task (`txt_task_fit`) and for each other task (`txt_rival_task_fit`, the be
 by `RequirementArgs.rival_task_margin`, the submission is that task's code: the leaves whose requirement that task
 does not restate fail, naming the task. A task-wide figure may fail leaves; it never passes one.
 
-Each leaf's best few lines are also weighed against the rival requirements one by one (`line_windows`), as a
-sibling's would be: `RivalRequirements.best` is the rival closest to a piece of code.
+The rival requirements are embedded with the grade's other texts, in one encoder call
+(`RequirementInDiff.task_texts_to_embed`).
 """
 
 from __future__ import annotations
@@ -35,14 +35,6 @@ SAME_MEANING = 0.85
 SAME_TERMS = 0.6
 # Rival requirements read per grade at most (the first ones, in the task file's order): a bound on memory and time.
 MAX_RIVALS = 2000
-
-
-@dataclass(frozen=True)
-class RivalMatch:
-    """The rival requirement closest to a piece of code (not one restating the leaf's), and its similarity."""
-
-    text: str = ""
-    similarity: float = -1.0
 
 
 # The rival fit of a grade without other tasks: far below any fit (finite, so stored features stay valid JSON).
@@ -68,6 +60,19 @@ class TaskFits:
     rival_question: str = ""
 
 
+def rival_texts(task: Task) -> list[list[str]]:
+    """The other tasks' requirement texts as a leaf's are compared (`requirement_text`), one list per task, at
+    most `MAX_RIVALS` in all (the first ones, in the task file's order)."""
+    groups: list[list[str]] = []
+    left = MAX_RIVALS
+    for requirements in task.other_task_requirements:
+        texts = [requirement_text(r) for r in requirements[:left]]
+        left -= len(texts)
+        if texts:
+            groups.append(texts)
+    return groups
+
+
 class RivalRequirements:
     """The other tasks' requirements of one grade, embedded, grouped by task.
 
@@ -81,13 +86,7 @@ class RivalRequirements:
     def __init__(self, embedder: Embedder, task: Task, queries: Sequence[str],
                  query_vectors: npt.NDArray[np.float32]) -> None:
         self.queries, self.query_vectors = queries, query_vectors
-        groups: list[list[str]] = []
-        left = MAX_RIVALS
-        for requirements in task.other_task_requirements:
-            texts = [requirement_text(r) for r in requirements[:left]]
-            left -= len(texts)
-            if texts:
-                groups.append(texts)
+        groups = rival_texts(task)
         self.texts = [t for texts in groups for t in texts]
         self.group = np.array([g for g, texts in enumerate(groups) for _ in texts], dtype=np.int64)
         self.groups = len(groups)
@@ -105,17 +104,6 @@ class RivalRequirements:
         terms = requirement_terms(self.queries[row])
         same |= np.array([len(terms & t) / max(1, len(terms | t)) >= SAME_TERMS for t in self._rival_terms])
         return same
-
-    def best(self, row: int, code: npt.NDArray[np.float32]) -> RivalMatch:
-        """The rival closest to the embedding `code`, leaving out those restating leaf `row`'s requirement."""
-        if not self.texts:
-            return RivalMatch()
-        scores = np.asarray(self.vectors @ code, dtype=np.float64)
-        scores[self.restated(row)] = -np.inf
-        if not np.isfinite(scores).any():
-            return RivalMatch()
-        best = int(np.argmax(scores))
-        return RivalMatch(self.texts[best], float(scores[best]))
 
     def fits(self, unit_vectors: npt.NDArray[np.float32], scales: Sequence[DecoyScale], own_lines: set[int]
              ) -> TaskFits:

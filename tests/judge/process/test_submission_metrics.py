@@ -99,7 +99,7 @@ def test_hashes_cover_the_process_inputs_and_are_unchanged_without_them() -> Non
     plain = _task(requirements=["r"], metadata={"owner": "x"})
     # Fields added later and left empty (the reference files) keep a task's hash as it was before them.
     before_reference = plain.model_dump(mode="json", exclude={"metadata", "process_inputs", "reference_files",
-                                                              "requirement_stage"})
+                                                              "requirement_stage", "other_task_requirements"})
     assert plain.content_hash() == content_hash(before_reference)
     submission = _submission(diff="")
     unchanged = submission.model_dump(mode="json", exclude={"submission_id", "run_id", "metadata", "agent",
