@@ -49,6 +49,14 @@ def batch(tag: str) -> dict[str, Any]:
     return {"items": items, "rubric": example["rubric"], "judge": example["judge"]}
 
 
+def assert_gone_within_10_s(children: list[psutil.Process], service: ChildProcess) -> None:
+    """Every process in `children` has ended within 10 s (of the signal just sent to the service)."""
+    deadline = time.monotonic() + 10
+    while alive(children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(children), f"alive 10 s after the signal: {alive(children)}\n{service.output()[-3000:]}"
+
+
 def alive(processes: list[psutil.Process]) -> list[str]:
     """The processes among `processes` still running (a zombie has ended), described."""
     left = []
@@ -95,10 +103,7 @@ def test_no_process_outlives_the_service_and_its_running_job_is_resumed(env: dic
         assert job["state"] == "running" and job["progress"]["done"] < ITEMS, job
 
         os.kill(service.pid, sig)  # the service alone, as `kill <pid>` or a supervisor would
-        deadline = time.monotonic() + 10
-        while alive(children) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not alive(children), f"alive 10 s after {sig.name}: {alive(children)}\n{service.output()[-3000:]}"
+        assert_gone_within_10_s(children, service)
         service.process.wait(timeout=20)
 
         restarted, base = start_service(tmp_path, env)
@@ -125,10 +130,7 @@ def test_the_workers_of_serve_workers_2_end_when_their_supervisor_is_killed(env:
         children = psutil.Process(service.pid).children(recursive=True)
         assert len(workers) >= 2, children
         os.kill(service.pid, signal.SIGKILL)  # the supervisor runs no code: each worker must notice on its own
-        deadline = time.monotonic() + 10
-        while alive(children) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not alive(children), f"alive 10 s after SIGKILL: {alive(children)}\n{service.output()[-3000:]}"
+        assert_gone_within_10_s(children, service)
     finally:
         service.stop()
 
@@ -153,9 +155,6 @@ def test_the_warm_spare_ends_with_the_service(env: dict[str, str], tmp_path: Pat
         else:
             assert not spare_ready(base), "the spare was warm already: this case is the spare still starting"
         os.kill(service.pid, sig)
-        deadline = time.monotonic() + 10
-        while alive(children) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not alive(children), f"alive 10 s after {sig.name}: {alive(children)}\n{service.output()[-3000:]}"
+        assert_gone_within_10_s(children, service)
     finally:
         service.stop()
