@@ -41,6 +41,7 @@ from rich.table import Table  # noqa: E402
 
 from judge.checks.learned import learned_decision  # noqa: E402
 from judge.checks.requirement.check import RequirementArgs, RequirementInDiff, _Features  # noqa: E402
+from judge.checks.requirement.floors import rival_task_wins  # noqa: E402
 from judge.checks.requirement.payload import RequirementFacts, UnitMeta  # noqa: E402
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
@@ -53,8 +54,8 @@ RUBRICS = [ROOT / "rubrics" / name for name in ("expbench-v2.yaml", "expbench-v2
 MAX_COST = 0.03
 
 def _rival_task(features: dict[str, float], margin: float) -> bool:
-    return not features["txt_rival_task_shared"] and \
-        features["txt_rival_task_fit"] - features["txt_task_fit"] > margin
+    """The check's own rule (`floors.rival_task_wins`) at `margin`."""
+    return rival_task_wins(features, RequirementArgs(rival_task_margin=margin))
 
 
 # Per rubric argument: whether the rule fails a leaf at a margin, and the candidate margins (strictest last).

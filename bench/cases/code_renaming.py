@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 import re
 
-from reference_variants import bound_names, is_docstring, node_text, walk_nodes
+from reference_variants import defined_names, is_docstring, node_text, walk_nodes
 from tree_sitter import Node
 
 from judge.submission.code_languages import parser_for
@@ -31,34 +31,7 @@ PLACEHOLDER = "pass  # Placeholder"
 
 def _definitions(trees: dict[str, Node]) -> tuple[set[str], set[str], set[str]]:
     """(variables and parameters, functions/methods/classes, names that must keep theirs) the code defines."""
-    variables: set[str] = set()
-    defined: set[str] = set()
-    keep: set[str] = set(_KEEP)
-    for root in trees.values():
-        for node in walk_nodes(root):
-            kind = node.type
-            if kind in {"assignment", "augmented_assignment", "for_statement", "for_in_clause"}:
-                left = node.child_by_field_name("left")
-                if left is not None:
-                    variables.update(bound_names(left))
-            elif kind == "parameters":
-                for child in node.named_children:
-                    name = child if child.type == "identifier" else child.child_by_field_name("name")
-                    if name is not None and name.type == "identifier":
-                        variables.add(node_text(name))
-                    elif child.type == "typed_parameter" and child.named_children:
-                        variables.update(bound_names(child.named_children[0]))
-            elif kind in {"function_definition", "class_definition"}:
-                name = node.child_by_field_name("name")
-                if name is not None:
-                    defined.add(node_text(name))
-            elif kind == "keyword_argument":
-                name = node.child_by_field_name("name")
-                if name is not None:
-                    keep.add(node_text(name))  # a parameter passed by name keeps its name
-            elif kind in {"import_statement", "import_from_statement", "global_statement", "nonlocal_statement"}:
-                keep.update(node_text(n) for n in walk_nodes(node) if n.type == "identifier")
-    keep |= {n for n in variables | defined if n.startswith("__")}
+    variables, defined, _, keep = defined_names(trees, _KEEP)
     return variables - keep, defined - keep, keep
 
 

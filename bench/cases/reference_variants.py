@@ -74,35 +74,48 @@ def bound_names(node: Node) -> list[str]:
     return []
 
 
-def _renamable(trees: dict[str, Node]) -> dict[str, str]:
-    """Names defined in the code that can be renamed without changing what it does."""
-    bound: set[str] = set()
-    keep: set[str] = set(_KEEP)
+def defined_names(trees: dict[str, Node], kept: frozenset[str]) -> tuple[set[str], set[str], set[str], set[str]]:
+    """What the code defines: (variables and parameters, functions/methods/classes, the functions at a module's top,
+    names that must keep theirs: `kept`, keyword arguments, imported and global names, dunders)."""
+    variables: set[str] = set()
+    defined: set[str] = set()
+    top: set[str] = set()
+    keep: set[str] = set(kept)
     for root in trees.values():
         for node in walk_nodes(root):
             kind = node.type
-            if kind in {"assignment", "augmented_assignment"} or kind in {"for_statement", "for_in_clause"}:
+            if kind in {"assignment", "augmented_assignment", "for_statement", "for_in_clause"}:
                 left = node.child_by_field_name("left")
                 if left is not None:
-                    bound.update(bound_names(left))
+                    variables.update(bound_names(left))
             elif kind == "parameters":
                 for child in node.named_children:
                     name = child if child.type == "identifier" else child.child_by_field_name("name")
                     if name is not None and name.type == "identifier":
-                        bound.add(node_text(name))
+                        variables.add(node_text(name))
                     elif child.type == "typed_parameter" and child.named_children:
-                        bound.update(bound_names(child.named_children[0]))
-            elif kind == "function_definition" and node.parent is not None and node.parent.type == "module":
+                        variables.update(bound_names(child.named_children[0]))
+            elif kind in {"function_definition", "class_definition"}:
                 name = node.child_by_field_name("name")
                 if name is not None:
-                    bound.add(node_text(name))
+                    defined.add(node_text(name))
+                    if kind == "function_definition" and node.parent is not None and node.parent.type == "module":
+                        top.add(node_text(name))
             elif kind == "keyword_argument":
                 name = node.child_by_field_name("name")
                 if name is not None:
                     keep.add(node_text(name))  # a parameter passed by name keeps its name
             elif kind in {"import_statement", "import_from_statement", "global_statement", "nonlocal_statement"}:
                 keep.update(node_text(n) for n in walk_nodes(node) if n.type == "identifier")
-    names = sorted(n for n in bound - keep if not n.startswith("__"))
+    keep |= {n for n in variables | defined if n.startswith("__")}
+    return variables, defined, top, keep
+
+
+def _renamable(trees: dict[str, Node]) -> dict[str, str]:
+    """Names defined in the code that can be renamed without changing what it does (variables, parameters and
+    top-level functions)."""
+    variables, _, top, keep = defined_names(trees, _KEEP)
+    names = sorted(n for n in (variables | top) - keep if not n.startswith("__"))
     return {name: f"v{i}_{len(name)}" for i, name in enumerate(names)}
 
 
