@@ -225,8 +225,7 @@ class RequirementInDiff(Check):
             hashes = view.memo[_HASHES_MEMO] = submission_line_hashes(units)
         scales = decoy_scales(query_vectors, hashes, on_rows=_one_pass)
         without_reference = any(match is None for match in matches)
-        rivals = RivalRequirements(embedder, task if without_reference else task.model_copy(
-            update={"other_task_requirements": []}), queries, query_vectors)
+        rivals = RivalRequirements(embedder, rival_texts(task) if without_reference else [], queries, query_vectors)
         acting_columns = [column[u] for u in embedded if u in acting_set]
         fits = rivals.fits(unit_vectors[acting_columns], scales, hashes)
         reads = read_lines(view)

@@ -77,16 +77,15 @@ class RivalRequirements:
     """The other tasks' requirements of one grade, embedded, grouped by task.
 
     Args:
-        embedder: Embeds the rival requirements (one call).
-        task: The task graded (its `other_task_requirements`).
+        embedder: Embeds the rival requirements (the grade's one encoder call has them already).
+        groups: The rival requirements' texts, one list per other task (`rival_texts`; none: nothing to weigh).
         queries: The leaves' requirement texts.
         query_vectors: Their embeddings (rows, unit-normalised).
     """
 
-    def __init__(self, embedder: Embedder, task: Task, queries: Sequence[str],
+    def __init__(self, embedder: Embedder, groups: Sequence[Sequence[str]], queries: Sequence[str],
                  query_vectors: npt.NDArray[np.float32]) -> None:
         self.queries, self.query_vectors = queries, query_vectors
-        groups = rival_texts(task)
         self.texts = [t for texts in groups for t in texts]
         self.group = np.array([g for g, texts in enumerate(groups) for _ in texts], dtype=np.int64)
         self.groups = len(groups)
