@@ -97,7 +97,7 @@ class Check(ABC):
         """The texts `build_evidence` will embed, so a grade embeds everything in one model call."""
         return []
 
-    def task_texts_to_embed(self, task: Task) -> list[str]:
+    def task_texts_to_embed(self, leaves: list[Leaf], task: Task) -> list[str]:
         """The texts of the task itself (not of the submission) `build_evidence` will embed for this check's
         leaves, embedded in the same model call as `texts_to_embed`'s."""
         return []

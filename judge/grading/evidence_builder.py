@@ -31,7 +31,7 @@ class EvidenceSource(Protocol):
         """The texts `build_evidence` will embed."""
         ...
 
-    def task_texts_to_embed(self, task: Task) -> list[str]:
+    def task_texts_to_embed(self, leaves: list[Leaf], task: Task) -> list[str]:
         """The task's own texts `build_evidence` will embed."""
         ...
 
@@ -75,7 +75,7 @@ class EvidenceBuilder:
         """Every text the checks of `leaves` embed for them, the task's own texts included (a caller building many
         submissions' evidence embeds them all in one batch first; `build` then finds the vectors in memory)."""
         return [text for check, group in self._groups(leaves)
-                for text in [*check.texts_to_embed(group, view), *check.task_texts_to_embed(task)]]
+                for text in [*check.texts_to_embed(group, view), *check.task_texts_to_embed(group, task)]]
 
     def build(self, leaves: list[Leaf], task: Task, view: SubmissionView) -> list[LeafEvidence]:
         """Evidence for every leaf, in the order given (a leaf of an unknown check gets none)."""
@@ -83,8 +83,7 @@ class EvidenceBuilder:
         # One encode call for the whole grade: the checks then find their vectors in memory. Check by
         # check, a grade made ~9 model calls of 2-6 texts each; one call is 5-9% faster on the bench's
         # tasks (the model's compute is most of the cost, not the number of calls).
-        texts = list(dict.fromkeys(text for check, group in groups
-                                   for text in [*check.texts_to_embed(group, view), *check.task_texts_to_embed(task)]))
+        texts = list(dict.fromkeys(self.texts_to_embed(leaves, view, task)))
         progress = leaf_progress.current()
         if progress is not None:  # the model's batches move the leaves' embedding step (texts in the cache: none)
             progress.embedding(len(texts), len(leaves))

@@ -190,11 +190,15 @@ class RequirementInDiff(Check):
         return (queries + [decoy_text(view.code_units[u]) for u in units]
                 + [abstract_text(acts.behaviour(u)) for u in units if acts.acts(u)])
 
-    def task_texts_to_embed(self, task: Task) -> list[str]:
-        # The paper's other tasks' requirements (rival_tasks), read only without a reference.
-        if task.ground_truth_diff or task.reference_files:
+    def task_texts_to_embed(self, leaves: list[Leaf], task: Task) -> list[str]:
+        # The paper's other tasks' requirements (rival_tasks), read only without a reference and by a rubric that
+        # weighs them.
+        if task.ground_truth_diff or task.reference_files or not self._weighs_rivals(leaves):
             return []
         return [text for texts in rival_texts(task) for text in texts]
+
+    def _weighs_rivals(self, leaves: list[Leaf]) -> bool:
+        return any(self.args(leaf).rival_task_margin is not None for leaf in leaves)
 
     def build_evidence(self, embedder: Embedder, leaves: list[Leaf], task: Task,
                        view: SubmissionView) -> list[LeafEvidence]:
@@ -225,7 +229,8 @@ class RequirementInDiff(Check):
             hashes = view.memo[_HASHES_MEMO] = submission_line_hashes(units)
         scales = decoy_scales(query_vectors, hashes, on_rows=_one_pass)
         without_reference = any(match is None for match in matches)
-        rivals = RivalRequirements(embedder, rival_texts(task) if without_reference else [], queries, query_vectors)
+        rivals = RivalRequirements(embedder, rival_texts(task) if without_reference and self._weighs_rivals(leaves)
+                                   else [], queries, query_vectors)
         acting_columns = [column[u] for u in embedded if u in acting_set]
         fits = rivals.fits(unit_vectors[acting_columns], scales, hashes)
         reads = read_lines(view)

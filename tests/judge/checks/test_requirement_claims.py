@@ -12,13 +12,13 @@ import pytest
 
 from judge.checks.requirement.check import RequirementArgs, RequirementInDiff
 from judge.checks.requirement.payload import RequirementFacts
-from judge.checks.requirement.rival_tasks import RIVAL_WINS, rival_task_rationale
+from judge.checks.requirement.rival_tasks import NO_RIVAL_FIT, RIVAL_WINS, rival_task_rationale
 from judge.grading.grader import Grader
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.expbench import load_expbench_tasks
-from judge.models import Submission, Task
+from judge.models import Leaf, Rubric, Submission, Task
 from judge.models.evidence import LeafEvidence
-from judge.rubric_loader import load_rubric
+from judge.rubric_loader import expand_rubric, load_rubric
 from tests.judge.checks.test_requirement_behaviour import REQUIREMENTS, TRAIN, _task
 
 sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[3] / "bench").iterdir()) if d.is_dir())
@@ -61,9 +61,34 @@ def plot_fits(fits, out):
 '''
 
 
+RUBRICS = Path(__file__).resolve().parents[3] / "rubrics"
+
+
 @pytest.fixture(scope="module")
-def grader() -> Grader:
-    return Grader(load_rubric("expbench-v2"), EmbeddedJudge())
+def grader(tmp_path_factory: pytest.TempPathFactory) -> Grader:
+    """expbench-v2 with the rival-task gate on (the shipped rubrics leave it off: see docs/leaf-local-judging.md)."""
+    text = (RUBRICS / "expbench-v2.yaml").read_text(encoding="utf-8")
+    assert '"task_abstract_floor": ' in text and "rival_task_margin" not in text
+    path = tmp_path_factory.mktemp("rubric") / "expbench-v2-rivals.yaml"
+    path.write_text(text.replace('"task_abstract_floor": ', '"rival_task_margin": 1.5, "task_abstract_floor": '),
+                    encoding="utf-8")
+    return Grader(load_rubric(str(path)), EmbeddedJudge())
+
+
+def test_the_shipped_rubric_weighs_no_rival_and_embeds_none(grader: Grader) -> None:
+    task = _task(False).model_copy(update={"other_task_requirements": [OTHER_TASK]})
+    check = RequirementInDiff()
+
+    def requirement_leaves(rubric: Rubric) -> list[Leaf]:
+        return [leaf for leaf in expand_rubric(rubric, task) if leaf.check.name == "requirement_in_diff"]
+
+    shipped = load_rubric("expbench-v2")
+    assert check.task_texts_to_embed(requirement_leaves(shipped), task) == []
+    features = _features(Grader(shipped, EmbeddedJudge()), task, added_diff({"code.py": OTHER_CODE}))
+    assert all(f["txt_rival_task_fit"] == NO_RIVAL_FIT for f in features)
+    # With the gate on, the other task's requirements join the grade's one encoder call.
+    assert check.task_texts_to_embed(requirement_leaves(grader.rubric), task) == [
+        text.split(": ", 1)[1] for text in OTHER_TASK]
 
 
 def _evidence(grader: Grader, task: Task, diff: str) -> list[LeafEvidence]:
