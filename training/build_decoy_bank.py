@@ -81,7 +81,7 @@ def main() -> None:
                 continue
             seen.add(text)
             texts.append(text)
-            abstracts.append(abstract_text(acts.behaviour(n)))
+            abstracts.append(abstract_text(acts.behaviour(n), acts.defined))
             hashes.append(unit_line_hashes(units[n]))
     embedder = default_embedder()
     vectors = _stored_vectors(len(texts), embedder.model_id) if reuse else None

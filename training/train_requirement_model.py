@@ -262,7 +262,7 @@ def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], fl
     body = body.replace("# expbench-v1:", "# expbench-v2 (expbench-v1 with the requirement check's learned "
                         "decisions; written by training/train_requirement_model.py, do not edit by hand):", 1)
     body = re.sub(r"(?m)^id: expbench-v1$", "id: expbench-v2", body, count=1)
-    body = re.sub(r"(?m)^version: \"[^\"]*\"$", "version: \"2.3.0\"", body, count=1)
+    body = re.sub(r'(?m)^version: "[^"]*"$', f'version: "{VERSIONS["expbench-v2"]}"', body, count=1)
     target.write_text(body, encoding="utf-8")
 
 
@@ -282,11 +282,14 @@ def write_judgeeval(text_model: dict[str, Any], floors: dict[str, float], target
     args = {"pass_threshold": 0.5, "partial_threshold": 0.5, "explain_away_margin": 0.12, "file_bonus": 0.08,
             "top_k": 3, **floors, "text_model": text_model}
     body = source[: match.start()] + f"{indent}args: {json.dumps(args)}" + source[match.end():]
-    body = re.sub(r'(?m)^version: "[^"]*"$', 'version: "1.2.0"', body, count=1)
+    body = re.sub(r'(?m)^version: "[^"]*"$', f'version: "{VERSIONS["judgeeval-v1"]}"', body, count=1)
     target.write_text(body, encoding="utf-8")
 
 
 CODER = ROOT / "rubrics" / "expbench-v2-coder.yaml"
+# The versions the rubrics written here get (a new model is a new rubric version; issue 40's third round: the
+# abstracted text lost the submission's own method names).
+VERSIONS = {"expbench-v2": "2.4.0", "judgeeval-v1": "1.3.0", "expbench-v2-coder": "2.3.0"}
 _CODER_ARGS = re.compile(r'(?m)^(\s*)args: (\{"pass_threshold": 0\.5, "partial_threshold": 0\.38,[^\n]*\})$')
 
 
@@ -310,6 +313,7 @@ def write_coder(text_model: dict[str, Any], reference_model: dict[str, Any], flo
             "abstracted features are new); text_model and reference_model are expbench-v2's, written by "
             "training/train_requirement_model.py")
     body = source[: match.start()] + f"{match.group(1)}args: {json.dumps(args)}" + source[match.end():]
+    body = re.sub(r'(?m)^version: "[^"]*"$', f'version: "{VERSIONS["expbench-v2-coder"]}"', body, count=1)
     target.write_text(body, encoding="utf-8")
 
 

@@ -89,7 +89,7 @@ def test_calibrate_prints_judgeeval_macro_f1_as_sklearn_computes_it(tmp_path: Pa
         get_settings.cache_clear()
     assert result.exit_code == 0, result.output
     output = result.stdout
-    assert "rubric judgeeval-v1@1.2.0" in output and "PaperBench: o3-mini-high" in output and "0.83" in output
+    assert "rubric judgeeval-v1@1.3.0" in output and "PaperBench: o3-mini-high" in output and "0.83" in output
 
     # The same leaves, from what the judge decided (report.json) and what the humans scored (the trees).
     report = json.loads((tmp_path / "out" / "report.json").read_text())

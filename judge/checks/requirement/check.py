@@ -188,7 +188,7 @@ class RequirementInDiff(Check):
         # The acting units' abstracted texts too (`abstract_features` reads the ones a leaf considers): one
         # encoder call serves the whole grade.
         return (queries + [decoy_text(view.code_units[u]) for u in units]
-                + [abstract_text(acts.behaviour(u)) for u in units if acts.acts(u)])
+                + [abstract_text(acts.behaviour(u), acts.defined) for u in units if acts.acts(u)])
 
     def task_texts_to_embed(self, leaves: list[Leaf], task: Task) -> list[str]:
         # The paper's other tasks' requirements (rival_tasks), read only without a reference and by a rubric that

@@ -22,6 +22,7 @@ holds for the most part (an agent working in one of the bank's repositories) is 
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ OWN_SHARE = 0.5
 _MIN_LINE_CHARS = 8
 # Requirements scaled at once: their cosines with every bank row are held together (~9 kB a requirement).
 _SCALE_ROWS = 256
+# An attribute or method name in a canonical line (`_ = self . compute_loss ( _ )`).
+_ATTRIBUTE = re.compile(r"(\.\s*)([A-Za-z_]\w*)")
 
 
 def line_hash(line: str) -> int:
@@ -60,12 +63,20 @@ def decoy_text(unit: CodeUnit, max_chars: int = 1200) -> str:
     return f"{unit.name}\n{body}"[:max_chars]
 
 
-def abstract_text(behaviour: Behaviour, max_chars: int = 1200) -> str:
+def abstract_text(behaviour: Behaviour, own_names: frozenset[str] = frozenset(), max_chars: int = 1200) -> str:
     """What a unit says without its own names: the functions it calls (library paths, method names) and its
-    lines with the names the code defines replaced by `_` (`judge.reference.behaviour`). Renaming identifiers
-    or stripping comments leaves it as it was; naming foreign code after a requirement adds nothing to it."""
-    calls = " ".join(dict.fromkeys(call.lstrip(".") for call in behaviour.calls))
-    return f"{calls}\n" + "\n".join(behaviour.lines)[:max_chars]
+    lines with the names the code defines replaced by `_` (`judge.reference.behaviour`). A method or attribute
+    named like a function or class the submission defines (`own_names`: `self.compute_loss()`,
+    `model.encode`, `losses.compute_loss`) is the code's own name too: left out of the calls, blanked in the
+    lines. Renaming identifiers or stripping comments leaves the text as it was; naming foreign code, its
+    methods included, after a requirement adds nothing to it."""
+    calls = " ".join(dict.fromkeys(call.lstrip(".") for call in behaviour.calls
+                                   if call.rsplit(".", 1)[-1] not in own_names))
+    lines = list(behaviour.lines)
+    if own_names:
+        lines = [_ATTRIBUTE.sub(lambda m: f"{m.group(1)}_" if m.group(2) in own_names else m.group(0), line)
+                 for line in lines]
+    return f"{calls}\n" + "\n".join(lines)[:max_chars]
 
 
 @dataclass(frozen=True)

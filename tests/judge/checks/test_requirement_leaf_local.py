@@ -51,7 +51,7 @@ def _evidence(grader: Grader, task: Task, diff: str) -> list[LeafEvidence]:
 def _abstracts(diff: str) -> list[str]:
     units = units_from_diff(parse_diff(diff))
     acts = SubmissionActs.build(units)
-    return [abstract_text(acts.behaviour(n)) for n in range(len(units)) if acts.acts(n)]
+    return [abstract_text(acts.behaviour(n), acts.defined) for n in range(len(units)) if acts.acts(n)]
 
 
 def test_renamed_code_without_comments_reads_as_the_same_abstracted_text() -> None:
@@ -60,6 +60,37 @@ def test_renamed_code_without_comments_reads_as_the_same_abstracted_text() -> No
     assert "load_model" not in other and "Load the classifier" not in other
     assert _abstracts(own) == _abstracts(other)
     assert _abstracts(own) and all("load_model" not in text for text in _abstracts(own))
+
+
+METHODS = """import torch
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
+
+    def step(self, batch):
+        loss = self.model(batch).mean()
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def fit(self, batches):
+        for batch in batches:
+            self.step(batch)
+        torch.save(self.model.state_dict(), "model.pt")
+"""
+
+
+def test_methods_named_after_the_requirements_leave_the_abstracted_text_as_it_was() -> None:
+    phrases = ["Compute the contrastive alignment loss between views", "Save the calibrated checkpoint"]
+    named = renamed_after({"train.py": METHODS}, phrases)["train.py"]
+    assert "self.compute_the_contrastive_alignment_loss_2(batch)" in named  # a call through `self`, renamed
+    texts = _abstracts(added_diff({"train.py": named}))
+    assert texts == _abstracts(added_diff({"train.py": METHODS}))
+    assert not any("contrastive" in text or "calibrated" in text for text in texts)
+    assert any("torch.optim.Adam" in text and "torch.save" in text for text in texts)  # library calls stay
 
 
 def test_the_abstracted_features_survive_renaming(grader: Grader) -> None:
