@@ -99,8 +99,13 @@ class Settings(BaseSettings):
     isolated_processes: int = Field(default=1, ge=1, description="Processes making such grades.")
     isolated_spare: bool = Field(
         default=True, description="`expjudge serve` keeps those processes started with their model loaded (~0.5 GB "
-        "idle), and starts them again right after each large grade, so a large grade starts (and its progress "
-        "moves) at once instead of after a process start of 5-30 s (false: started on first use).")
+        "idle), and starts a fresh one right after a large grade that left one holding too much "
+        "(`isolated_recycle_mb`), so a large grade starts (and its progress moves) at once instead of after a "
+        "process start of 5-30 s (false: started on first use, ended after each large grade).")
+    isolated_recycle_mb: int = Field(
+        default=150, ge=0, description="With the spare on, a grading process still holding more than this many "
+        "MB above its memory when warm after a large grade (freed memory handed back first) is replaced by a "
+        "fresh one; within it, it stays warm for the next (0: replaced after every large grade).")
     grade_refusals_per_key: int = Field(
         default=10, ge=1, description="Synchronous grades of one API key refused as too costly (413) within 10 s "
         "before its further grades are refused unread (429 with Retry-After, before the body is read).")

@@ -14,8 +14,9 @@ Prints per size:
 - the floor, in the same run: a fresh process that loads the embedding model and embeds the same texts the grade
   embeds (`EvidenceBuilder.texts_to_embed`), nothing else; and the model's encode time alone;
 - the idle RSS of the service before the grade (after one small synchronous grade, its spare warm: a warm
-  service) and after it (once the grading process that made it is gone and a fresh spare is warm), and the
-  spare's own part of it (what EXPJUDGE_ISOLATED_SPARE=false saves while idle);
+  service) and after it (once the grading process that made it is idle again, kept warm, or gone and a fresh
+  spare warm: it is recycled when it holds more than EXPJUDGE_ISOLATED_RECYCLE_MB above its warm memory), and
+  the spare's own part of it (what EXPJUDGE_ISOLATED_SPARE=false saves while idle);
 - the longest wait between two changes of the job's `progress.leaves_done` (polled every 0.25 s), from its
   submission (0 s) to its end (both counted as changes).
 Targets at 5,000 leaves: peak RSS <= 2 GB, wall <= 3x the floor, idle after <= before + 200 MB, progress
@@ -177,22 +178,34 @@ def grading_processes(sampler: Sampler) -> list[psutil.Process]:
     return [p for p in sampler.tree() if _role(p) == "grading process"]
 
 
-def warm_spare(sampler: Sampler, gone: int | None = None, timeout: float = 300) -> psutil.Process:
-    """The service's warm spare once it is warm: a grading process other than `gone`, `gone` ended, that used
-    under 0.05 s of CPU over the last second with more than 200 MB resident (its model loaded)."""
+def _idle_and_loaded(process: psutil.Process) -> bool:
+    """Whether a grading process used under 0.05 s of CPU over the next second with more than 200 MB resident
+    (its model loaded, no grade running)."""
+    try:
+        cpu = sum(process.cpu_times()[:2])
+        time.sleep(1.0)
+        return sum(process.cpu_times()[:2]) - cpu < 0.05 and _kib(process.pid, "VmRSS") > 200 * 1024
+    except psutil.Error:
+        return False
+
+
+def warm_spare(sampler: Sampler, timeout: float = 300) -> psutil.Process:
+    """The service's warm spare once it is warm, alone."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = [p for p in grading_processes(sampler) if p.pid != gone]
-        if found and not any(p.pid == gone for p in grading_processes(sampler)):
-            try:
-                cpu = sum(found[0].cpu_times()[:2])
-                time.sleep(1.0)
-                if sum(found[0].cpu_times()[:2]) - cpu < 0.05 and _kib(found[0].pid, "VmRSS") > 200 * 1024:
-                    return found[0]
-            except psutil.Error:
-                pass
+        found = grading_processes(sampler)
+        if len(found) == 1 and _idle_and_loaded(found[0]):
+            return found[0]
         time.sleep(0.2)
     raise TimeoutError("no warm spare grading process")
+
+
+def spare_after(sampler: Sampler, graded_by: int) -> tuple[psutil.Process, bool]:
+    """The warm spare once a large grade made by `graded_by` has ended, and whether it is that process (kept
+    warm: it held no more than EXPJUDGE_ISOLATED_RECYCLE_MB above its warm memory) rather than a fresh one (that
+    one recycled: it is stopped before the job is marked done)."""
+    spare = warm_spare(sampler)
+    return spare, spare.pid == graded_by
 
 
 def gaps(changes: list[tuple[float, int, int | None]], wall: float) -> tuple[float, float]:
@@ -243,8 +256,11 @@ def one_size(leaves: int, folder: Path, spare: bool) -> dict[str, Any]:
                     break
                 time.sleep(0.25)
             wall = time.perf_counter() - started
-            if spare:  # the process that graded is recycled and a fresh spare started in its place
-                spare_rss["after"] = _kib(warm_spare(sampler, gone=graded_by).pid, "VmRSS") * 1024
+            if spare:  # the process that graded is kept warm, or recycled and a fresh spare started in its place
+                assert graded_by is not None
+                settled, kept = spare_after(sampler, graded_by)
+                spare_rss["after"] = _kib(settled.pid, "VmRSS") * 1024
+                spare_rss["kept"] = int(kept)
             else:
                 deadline = time.monotonic() + 30  # the grading process stops once no grade is in flight
                 while grading_processes(sampler) and time.monotonic() < deadline:
@@ -278,7 +294,9 @@ def report(row: dict[str, Any]) -> None:
           f"target <= +200 MB)")
     if row["spare"]:
         print(f"  of which the warm spare grading process: {row['spare']['before'] / MB:.0f} MB before, "
-              f"{row['spare']['after'] / MB:.0f} MB after (a fresh one: the one that graded was recycled)")
+              f"{row['spare']['after'] / MB:.0f} MB after ("
+              + ("the one that graded, kept warm: within EXPJUDGE_ISOLATED_RECYCLE_MB of its warm memory)"
+                 if row["spare"]["kept"] else "a fresh one: the one that graded held too much and was recycled)"))
     start, end = row["progress_gap"]
     print(f"progress: {row['updates']} changes of leaves_done, longest wait between two {end - start:.1f} s "
           f"(from {start:.1f} s to {end:.1f} s after submission, the job's end included; target <= 5 s)")

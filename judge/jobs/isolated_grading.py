@@ -11,11 +11,14 @@ any grade; only the grading itself moves.
 A warm spare (issue 42). A child costs a spawn, imports and the embedding model's load before it grades: 5 s
 on a quiet machine, 16-27 s on a loaded one, during which a large job's count of leaves could not move. So the
 service keeps its children started, each with its model loaded (`start()`, `Settings.isolated_spare`), and a
-large grade starts at once. A child that made a large grade is still recycled when no grade is left in flight
-(freed Python memory mostly stays with the process that held it: the grade's memory goes back to the machine
-with its process), and a fresh spare is started right after it ends. The price is the idle spare: ~0.5 GB
-(torch and the model; bench/service/large_grade_memory.py prints it). `EXPJUDGE_ISOLATED_SPARE=false` gives
-that back and starts a child on first use instead, as before.
+large grade starts at once. After each large grade the child hands freed memory back to the machine (a
+collection, then glibc's `malloc_trim`) and tells what it still holds: a child holding more than
+`Settings.isolated_recycle_mb` above what it held when warm is recycled once no grade is left in flight (the
+grade's memory goes back with its process) and a fresh spare is started right after it ends; one within that
+bound stays warm. An 800-requirement grade leaves ~110 MB behind (bench/service/large_grade_memory.py prints
+it), so a stream of such grades no longer reloads a model after each one, on the cores the service's other
+requests need. The price is the idle spare: ~0.5 GB (torch and the model). `EXPJUDGE_ISOLATED_SPARE=false` gives
+that back and starts a child on first use instead, recycled after every large grade, as before.
 
 Every child ends with the service, spare or not, loading or grading: `close()` terminates them when the
 service stops, and each child watches its parent from the first thing it runs and exits when it is gone (a
@@ -30,6 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import gc
 import logging
 import multiprocessing
 import os
@@ -84,9 +89,33 @@ def _start_child(parent: int) -> None:
         log.warning("the grading process could not load its model before its first grade", exc_info=True)
 
 
-def _warm() -> int:
-    """Nothing (runs in a child once it is started and warm); its pid."""
-    return os.getpid()
+def _resident_bytes() -> int | None:
+    """This process's resident memory in bytes (None where /proc does not tell it)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def _return_freed_memory() -> int | None:
+    """Hand the memory a grade freed back to the machine (a collection, then glibc's `malloc_trim`: Python's
+    allocator keeps freed blocks otherwise); the resident memory left, in bytes."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: what is freed stays with the process
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return _resident_bytes()
+
+
+def _warm() -> tuple[int, int | None]:
+    """Nothing (runs in a child once it is started and warm); its pid and resident memory."""
+    return os.getpid(), _return_freed_memory()
+
+
+def grew_too_much(warm: int | None, now: int | None, bound_mb: int) -> bool:
+    """Whether a child that held `warm` bytes when warm and `now` after a grade must be recycled: it holds more
+    than `bound_mb` above it, or either figure is unknown."""
+    return warm is None or now is None or now - warm > bound_mb * 1024 * 1024
 
 
 def _embedded_judge() -> Judge:
@@ -145,8 +174,9 @@ def _read_progress(path: Path) -> tuple[int, int] | None:
 
 
 def _grade_in_child(rubric_id: str, task_json: str, submission_json: str, calibration_json: str,
-                    progress_path: str | None = None) -> str:
-    """Grade with the embedded judge (runs in the child); the grade as JSON."""
+                    progress_path: str | None = None) -> tuple[str, int, int | None]:
+    """Grade with the embedded judge (runs in the child); the grade as JSON, the child's pid, and its resident
+    memory once the grade's is handed back (`_return_freed_memory`)."""
     from judge import leaf_progress
     from judge.grading.grader import Grader
     from judge.rubric_loader import load_rubric
@@ -163,7 +193,9 @@ def _grade_in_child(rubric_id: str, task_json: str, submission_json: str, calibr
         with leaf_progress.reporting(listener or (lambda done, total: None)):
             grade = asyncio.run(grader.grade(Task.model_validate_json(task_json), Submission.model_validate_json(
                 submission_json), calibration=CalibrationStatus.model_validate_json(calibration_json)))
-    return grade.model_dump_json()
+    text = grade.model_dump_json()
+    del grade
+    return text, os.getpid(), _return_freed_memory()
 
 
 class IsolatedGrading:
@@ -172,15 +204,20 @@ class IsolatedGrading:
     Args:
         processes: Child processes (each holds the embedding model: ~0.5 GB).
         spare: Keep the children started and warm between large grades once `start()` was called (the
-            service does at start-up); else they start on first use.
+            service does at start-up); else they start on first use and end after each large grade.
+        recycle_mb: With `spare`, a child is recycled after a large grade only if it then holds more than this
+            many MB above what it held when warm (`grew_too_much`).
     """
 
-    def __init__(self, processes: int = 1, *, spare: bool = False) -> None:
+    def __init__(self, processes: int = 1, *, spare: bool = False, recycle_mb: int = 150) -> None:
         self.processes = processes
         self.spare = spare
+        self.recycle_mb = recycle_mb
         self._keep_warm = False
         self._pool: ProcessPoolExecutor | None = None
         self._in_flight = 0
+        self._warm_bytes: dict[int, int | None] = {}  # the current pool's children: pid -> memory when warm
+        self._grown = False  # a child of the current pool holds more than `recycle_mb` above its warm memory
 
     def start(self) -> None:
         """Start the spare children now, and again after each recycle (nothing when `spare` is off)."""
@@ -194,10 +231,13 @@ class IsolatedGrading:
                 self.processes, mp_context=multiprocessing.get_context("spawn"), initializer=_start_child,
                 initargs=(os.getpid(),))
             ready: set[int] = set()
+            self._warm_bytes, self._grown = {}, False
 
-            def warmed(future: Future[int]) -> None:  # on the pool's thread
+            def warmed(future: Future[tuple[int, int | None]]) -> None:  # on the pool's thread
                 if self._pool is pool and not future.cancelled() and future.exception() is None:
-                    ready.add(future.result())
+                    pid, held = future.result()
+                    ready.add(pid)
+                    self._warm_bytes[pid] = held
                     GRADING_PROCESSES_READY.set(len(ready))
 
             for _ in range(self.processes):  # the pool spawns a process per task waiting: all of them, now
@@ -231,14 +271,24 @@ class IsolatedGrading:
                     progress(*found)
                 if done:
                     break
-            text = future.result()
+            text, pid, held = future.result()
+            self._note_memory(pid, held)
         finally:
             path.unlink(missing_ok=True)
             Path(f"{name}.part").unlink(missing_ok=True)
             self._in_flight -= 1
-            if self._in_flight == 0 and self._pool is pool:
+            if self._in_flight == 0 and self._pool is pool and (self._grown or not self._keep_warm):
                 await self._recycle()  # idle: the children go, and their memory with them
         return Grade.model_validate_json(text)
+
+    def _note_memory(self, pid: int, held: int | None) -> None:
+        """Record whether the child `pid` holds too much after its grade to be kept warm (`grew_too_much`)."""
+        warm = self._warm_bytes.get(pid)
+        if grew_too_much(warm, held, self.recycle_mb):
+            self._grown = True
+        else:
+            log.info("grading process %d kept warm: %.0f MB after a large grade, %.0f MB when warm", pid,
+                     (held or 0) / 2**20, (warm or 0) / 2**20)
 
     async def _recycle(self) -> None:
         """Stop the children that graded (off the event loop: they may take a moment to end), then start the

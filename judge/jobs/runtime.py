@@ -85,7 +85,8 @@ class GradingRuntime:
         # Every LLM judge of this process sends its calls through one share: a tenant's calls in flight are
         # bounded over all its grades and jobs, not only per grade.
         self.upstream = UpstreamShare(self.settings.llm_upstream_per_key)
-        self.isolated = IsolatedGrading(self.settings.isolated_processes, spare=self.settings.isolated_spare)
+        self.isolated = IsolatedGrading(self.settings.isolated_processes, spare=self.settings.isolated_spare,
+                                        recycle_mb=self.settings.isolated_recycle_mb)
         self._services: dict[tuple[int, str, int, bool, str], GradingService] = {}
 
     def judge_for(self, selection: JudgeSelection, *, refresh: bool = False) -> Judge:

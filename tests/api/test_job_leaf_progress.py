@@ -4,7 +4,9 @@ The service runs as shipped: its warm spare grading process (judge/jobs/isolated
 A job of EXTRA + 26 leaves is graded in that process (it is above the isolation bound of 200 leaves); from the
 job's acceptance to its success, `leaves_done` must change at least every MAX_GAP seconds (issue 42: "a
 5,000-leaf job reports progress in leaves at least every 5 s"), and the process that graded must be recycled
-(its memory goes with it) with a fresh spare started in its place. The full sizes (500, 2,000, 5,000 leaves)
+(its memory goes with it) with a fresh spare started in its place: the service runs with
+`EXPJUDGE_ISOLATED_RECYCLE_MB=0`, so it is whatever the grade left behind (a process kept warm within the bound
+is tests/judge/jobs/test_isolated_recycling.py's). The full sizes (500, 2,000, 5,000 leaves)
 and their longest waits are bench/service/large_grade_memory.py's.
 """
 
@@ -101,7 +103,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ChildPro
     root = tmp_path_factory.mktemp("leaf-progress")
     env = offline_env(EXPJUDGE_DATABASE_URL=f"sqlite+aiosqlite:///{root / 'expjudge.db'}",
                       EXPJUDGE_AUTH_ENABLED="false", EXPJUDGE_EMBEDDING_CACHE_PATH=str(root / "vectors"),
-                      EXPJUDGE_ISOLATED_SPARE="true")
+                      EXPJUDGE_ISOLATED_SPARE="true", EXPJUDGE_ISOLATED_RECYCLE_MB="0")
     child, base = start_service(root, env)
     try:
         yield child, base

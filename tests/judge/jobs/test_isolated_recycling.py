@@ -1,0 +1,57 @@
+"""A warm grading process is recycled after a large grade only when it holds too much (issue 42): within
+`recycle_mb` of its warm memory it stays warm for the next grade, past it a fresh one takes its place."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from judge.jobs.isolated_grading import IsolatedGrading, _return_freed_memory, grew_too_much
+from judge.models import CalibrationStatus, Submission, Task
+
+EXAMPLE = json.loads((Path(__file__).resolve().parents[3] / "examples" / "grade_request.json").read_text())
+MB = 1024 * 1024
+
+
+def test_the_bound_decides_and_an_unknown_figure_recycles() -> None:
+    assert not grew_too_much(500 * MB, 600 * MB, 150)
+    assert grew_too_much(500 * MB, 651 * MB, 150)
+    assert grew_too_much(500 * MB, 501 * MB, 0)
+    assert grew_too_much(None, 500 * MB, 150) and grew_too_much(500 * MB, None, 150)
+
+
+def test_a_process_reads_what_it_holds() -> None:
+    held = _return_freed_memory()
+    assert held is not None and 10 * MB < held < 64 * 1024 * MB
+
+
+def _pids_across_two_grades(recycle_mb: int) -> tuple[set[int], set[int]]:
+    """The pool's processes after the first and after the second of two grades of the bundled example."""
+    task, submission = Task.model_validate(EXAMPLE["task"]), Submission.model_validate(EXAMPLE["submission"])
+    isolated = IsolatedGrading(1, spare=True, recycle_mb=recycle_mb)
+
+    async def run() -> tuple[set[int], set[int]]:
+        isolated.start()
+        seen = []
+        for _ in range(2):
+            grade = await isolated.grade(EXAMPLE["rubric"], task, submission, CalibrationStatus(calibrated=False))
+            assert grade.leaves
+            while not isolated._warm_bytes:  # a recycled pool's fresh spare is warm before it is counted
+                await asyncio.sleep(0.1)
+            seen.append(set(isolated._warm_bytes))
+        return seen[0], seen[1]
+
+    try:
+        return asyncio.run(run())
+    finally:
+        isolated.close()
+
+
+@pytest.mark.parametrize(("recycle_mb", "kept"), [(100_000, True), (0, False)])
+def test_the_grading_process_stays_warm_within_the_bound_and_is_replaced_past_it(recycle_mb: int, kept: bool) -> None:
+    first, second = _pids_across_two_grades(recycle_mb)
+    assert len(first) == len(second) == 1
+    assert (first == second) is kept
