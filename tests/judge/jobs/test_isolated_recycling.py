@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from judge.jobs.isolated_grading import IsolatedGrading, _return_freed_memory, grew_too_much
+from judge.jobs.isolated_grading import (
+    CHILD_NICENESS,
+    IsolatedGrading,
+    _return_freed_memory,
+    born_lowered,
+    grew_too_much,
+)
 from judge.models import CalibrationStatus, Submission, Task
 
 EXAMPLE = json.loads((Path(__file__).resolve().parents[3] / "examples" / "grade_request.json").read_text())
@@ -28,13 +37,15 @@ def test_a_process_reads_what_it_holds() -> None:
     assert held is not None and 10 * MB < held < 64 * 1024 * MB
 
 
-def _pids_across_two_grades(recycle_mb: int) -> tuple[set[int], set[int]]:
-    """The pool's processes after the first and after the second of two grades of the bundled example."""
+def _pids_across_two_grades(recycle_mb: int, started: bool = True) -> tuple[set[int], set[int]]:
+    """The pool's processes after the first and after the second of two grades of the bundled example (the
+    spare started first, as the service does, or on the first grade, as a Celery worker does)."""
     task, submission = Task.model_validate(EXAMPLE["task"]), Submission.model_validate(EXAMPLE["submission"])
     isolated = IsolatedGrading(1, spare=True, recycle_mb=recycle_mb)
 
     async def run() -> tuple[set[int], set[int]]:
-        isolated.start()
+        if started:
+            isolated.start()
         seen = []
         for _ in range(2):
             grade = await isolated.grade(EXAMPLE["rubric"], task, submission, CalibrationStatus(calibrated=False))
@@ -50,8 +61,23 @@ def _pids_across_two_grades(recycle_mb: int) -> tuple[set[int], set[int]]:
         isolated.close()
 
 
-@pytest.mark.parametrize(("recycle_mb", "kept"), [(100_000, True), (0, False)])
-def test_the_grading_process_stays_warm_within_the_bound_and_is_replaced_past_it(recycle_mb: int, kept: bool) -> None:
-    first, second = _pids_across_two_grades(recycle_mb)
+@pytest.mark.parametrize(("recycle_mb", "started", "kept"), [(100_000, True, True), (0, True, False),
+                                                             (100_000, False, True)])
+def test_the_grading_process_stays_warm_within_the_bound_and_is_replaced_past_it(recycle_mb: int, started: bool,
+                                                                                 kept: bool) -> None:
+    first, second = _pids_across_two_grades(recycle_mb, started)
     assert len(first) == len(second) == 1
     assert (first == second) is kept
+
+
+def test_a_process_started_for_the_pool_is_born_at_the_lower_priority() -> None:
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    child = born_lowered(lambda: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]))
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == min(19, ours + CHILD_NICENESS)
+        assert os.getpriority(os.PRIO_PROCESS, 0) == ours  # this thread's own priority is untouched
+    finally:
+        child.kill()
+        child.wait()
+    with pytest.raises(ZeroDivisionError):
+        born_lowered(lambda: 1 // 0)
