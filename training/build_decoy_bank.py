@@ -32,9 +32,9 @@ from reference_cases import all_cases, split_papers  # noqa: E402
 from judge.checks.requirement.acts import SubmissionActs  # noqa: E402
 from judge.checks.requirement.decoys import (  # noqa: E402
     BANK_FILE,
-    abstract_text,
     decoy_text,
     pack_bank,
+    unit_abstract_text,
     unit_line_hashes,
 )
 from judge.embeddings.encoder import default_embedder  # noqa: E402
@@ -81,7 +81,7 @@ def main() -> None:
                 continue
             seen.add(text)
             texts.append(text)
-            abstracts.append(abstract_text(acts.behaviour(n), acts.defined))
+            abstracts.append(unit_abstract_text(acts, n))
             hashes.append(unit_line_hashes(units[n]))
     embedder = default_embedder()
     vectors = _stored_vectors(len(texts), embedder.model_id) if reuse else None

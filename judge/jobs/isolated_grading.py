@@ -245,18 +245,22 @@ class IsolatedGrading:
         self.processes = processes
         self.spare = spare
         self.recycle_mb = recycle_mb
-        self._keep_warm = False
         self._pool: ProcessPoolExecutor | None = None
         self._in_flight = 0
         self._warm_bytes: dict[int, int | None] = {}  # the current pool's children: pid -> memory when warm
-        self._grown = False  # a child of the current pool holds more than `recycle_mb` above its warm memory
+        # The current pool must go once idle: a child holds more than `recycle_mb` above its warm memory, or a
+        # grade failed (its child may be gone: a broken pool takes no more work).
+        self._recycle_due = False
         self._closed = False
 
     def start(self) -> None:
         """Start the spare children now, and again after each recycle (nothing when `spare` is off)."""
-        if self.spare:
-            self._keep_warm = True
+        if self._keeps_warm:
             self._ensure_pool()
+
+    @property
+    def _keeps_warm(self) -> bool:
+        return self.spare and not self._closed
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -264,7 +268,7 @@ class IsolatedGrading:
                 self.processes, mp_context=multiprocessing.get_context("spawn"), initializer=_start_child,
                 initargs=(os.getpid(),))
             ready: set[int] = set()
-            self._warm_bytes, self._grown = {}, False
+            self._warm_bytes, self._recycle_due = {}, False
 
             def warmed(future: Future[tuple[int, int | None]]) -> None:  # on the pool's thread
                 if self._pool is pool and not future.cancelled() and future.exception() is None:
@@ -290,13 +294,12 @@ class IsolatedGrading:
         Raises:
             MalformedDiffError: the submission's diff cannot be parsed (raised in the child, as in-process).
         """
-        if self.spare and not self._closed:
-            self._keep_warm = True  # started on first use (a Celery worker's): warm from now on
-        pool = self._ensure_pool()
+        pool = self._ensure_pool()  # started on first use without `start()` (a Celery worker's): warm from now on
         self._in_flight += 1
         handle, name = tempfile.mkstemp(prefix="expjudge-progress-")
         os.close(handle)
         path = Path(name)
+        reported = False
         try:
             future = asyncio.get_running_loop().run_in_executor(
                 pool, _grade_in_child, rubric_id, task.model_dump_json(), submission.model_dump_json(),
@@ -311,11 +314,15 @@ class IsolatedGrading:
                     break
             text, pid, held = future.result()
             self._note_memory(pid, held)
+            reported = True
         finally:
             path.unlink(missing_ok=True)
             Path(f"{name}.part").unlink(missing_ok=True)
             self._in_flight -= 1
-            if self._in_flight == 0 and self._pool is pool and (self._grown or not self._keep_warm):
+            # A grade that failed or was abandoned may have left its child gone (the pool then takes no more
+            # work) or still grading: the pool goes once idle, as after a grade that left too much behind.
+            self._recycle_due |= not reported
+            if self._in_flight == 0 and self._pool is pool and (self._recycle_due or not self._keeps_warm):
                 await self._recycle()  # idle: the children go, and their memory with them
         return Grade.model_validate_json(text)
 
@@ -323,7 +330,7 @@ class IsolatedGrading:
         """Record whether the child `pid` holds too much after its grade to be kept warm (`grew_too_much`)."""
         warm = self._warm_bytes.get(pid)
         if grew_too_much(warm, held, self.recycle_mb):
-            self._grown = True
+            self._recycle_due = True
         else:
             log.info("grading process %d kept warm: %.0f MB after a large grade, %.0f MB when warm", pid,
                      (held or 0) / 2**20, (warm or 0) / 2**20)
@@ -333,7 +340,7 @@ class IsolatedGrading:
         spare again unless a new grade started children meanwhile or the service is stopping."""
         processes = self._detach()
         await asyncio.to_thread(_stop, processes)
-        if self._keep_warm and self._pool is None:
+        if self._keeps_warm and self._pool is None:
             self._ensure_pool()
 
     def _processes(self) -> list[BaseProcess]:
@@ -355,7 +362,6 @@ class IsolatedGrading:
     def close(self) -> None:
         """Stop the children now and start no spare again (a grade in flight is abandoned: its job is resumed on
         the next start)."""
-        self._keep_warm = False
         self._closed = True
         _stop(self._detach())
 

@@ -32,7 +32,7 @@ from judge.checks.learned import learned_decision
 from judge.checks.match_words import requirement_match_words
 from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.requirement.arguments import RequirementArgs
-from judge.checks.requirement.decoys import abstract_text, decoy_scales, decoy_text, submission_line_hashes
+from judge.checks.requirement.decoys import decoy_scales, decoy_text, submission_line_hashes, unit_abstract_text
 from judge.checks.requirement.features import (
     CODER_FEATURES,
     REFERENCE_FEATURES,
@@ -188,7 +188,7 @@ class RequirementInDiff(Check):
         # The acting units' abstracted texts too (`abstract_features` reads the ones a leaf considers): one
         # encoder call serves the whole grade.
         return (queries + [decoy_text(view.code_units[u]) for u in units]
-                + [abstract_text(acts.behaviour(u), acts.defined) for u in units if acts.acts(u)])
+                + [unit_abstract_text(acts, u) for u in units if acts.acts(u)])
 
     def task_texts_to_embed(self, leaves: list[Leaf], task: Task) -> list[str]:
         # The paper's other tasks' requirements (rival_tasks), read only without a reference and by a rubric that

@@ -30,6 +30,7 @@ from importlib import resources
 
 import numpy as np
 
+from judge.checks.requirement.acts import SubmissionActs
 from judge.reference.behaviour import Behaviour
 from judge.submission.code_units import CodeUnit, executable_text
 
@@ -77,6 +78,12 @@ def abstract_text(behaviour: Behaviour, own_names: frozenset[str] = frozenset(),
         lines = [_ATTRIBUTE.sub(lambda m: f"{m.group(1)}_" if m.group(2) in own_names else m.group(0), line)
                  for line in lines]
     return f"{calls}\n" + "\n".join(lines)[:max_chars]
+
+
+def unit_abstract_text(acts: SubmissionActs, n: int) -> str:
+    """`abstract_text` of unit `n` of a submission (or the bank's repository), without any name it defines: the
+    one text the grade embeds and its features read."""
+    return abstract_text(acts.behaviour(n), acts.defined)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from judge.checks.requirement.acts import SubmissionActs
-from judge.checks.requirement.decoys import DecoyScale, abstract_text, decoy_scales
+from judge.checks.requirement.decoys import DecoyScale, decoy_scales, unit_abstract_text
 from judge.embeddings.encoder import Embedder
 from judge.models import ReferenceSpan, Task
 from judge.reference.behaviour import Behaviour, Scope, behaviour_of
@@ -389,7 +389,7 @@ def abstract_features(embedder: Embedder, acts: SubmissionActs, queries: Sequenc
         the unit's calls, values and attributes hold).
     """
     wanted = sorted({n for units in considered for n in units})
-    texts = {n: abstract_text(acts.behaviour(n), acts.defined) for n in wanted}
+    texts = {n: unit_abstract_text(acts, n) for n in wanted}
     encoded = embedder.encode([texts[n] for n in wanted]) if wanted else np.zeros((0, 0), dtype=np.float32)
     vectors = {n: encoded[i] for i, n in enumerate(wanted)}
     scales = decoy_scales(query_vectors, own_lines, abstract=True, on_rows=on_rows)

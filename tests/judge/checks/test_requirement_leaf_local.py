@@ -13,7 +13,7 @@ import pytest
 from judge.checks.learned import learned_decision
 from judge.checks.requirement.acts import SubmissionActs
 from judge.checks.requirement.check import RequirementArgs, RequirementInDiff, _Features
-from judge.checks.requirement.decoys import abstract_text
+from judge.checks.requirement.decoys import unit_abstract_text
 from judge.checks.requirement.features import LEAF_TEXT_FEATURES, TASK_FEATURES
 from judge.checks.requirement.payload import RequirementFacts
 from judge.grading.grader import Grader
@@ -51,7 +51,7 @@ def _evidence(grader: Grader, task: Task, diff: str) -> list[LeafEvidence]:
 def _abstracts(diff: str) -> list[str]:
     units = units_from_diff(parse_diff(diff))
     acts = SubmissionActs.build(units)
-    return [abstract_text(acts.behaviour(n), acts.defined) for n in range(len(units)) if acts.acts(n)]
+    return [unit_abstract_text(acts, n) for n in range(len(units)) if acts.acts(n)]
 
 
 def test_renamed_code_without_comments_reads_as_the_same_abstracted_text() -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,26 @@ def test_a_process_started_for_the_pool_is_born_at_the_lower_priority() -> None:
         child.wait()
     with pytest.raises(ZeroDivisionError):
         born_lowered(lambda: 1 // 0)
+
+
+def test_a_pool_whose_process_died_is_replaced_after_the_grade_it_failed() -> None:
+    """A warm process killed (the OOM killer, an operator) breaks the pool: the grade sent to it fails with the
+    pool's error, and the next one is made by a fresh process instead of failing too."""
+    task, submission = Task.model_validate(EXAMPLE["task"]), Submission.model_validate(EXAMPLE["submission"])
+    isolated = IsolatedGrading(1, spare=True, recycle_mb=100_000)
+
+    async def run() -> None:
+        isolated.start()
+        while not isolated._warm_bytes:
+            await asyncio.sleep(0.1)
+        (dead,) = isolated._warm_bytes
+        os.kill(dead, signal.SIGKILL)
+        with pytest.raises(BrokenProcessPool):
+            await isolated.grade(EXAMPLE["rubric"], task, submission, CalibrationStatus(calibrated=False))
+        grade = await isolated.grade(EXAMPLE["rubric"], task, submission, CalibrationStatus(calibrated=False))
+        assert grade.leaves and dead not in isolated._warm_bytes
+
+    try:
+        asyncio.run(run())
+    finally:
+        isolated.close()
