@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from collections.abc import Sequence
 
 from reference_variants import defined_names, is_docstring, node_text, walk_nodes
 from tree_sitter import Node
@@ -27,6 +28,10 @@ _KEEP = frozenset(dir(builtins)) | {"self", "cls", "args", "kwargs", "main", "_"
 _COMMENT_LINE = re.compile(r"^\s*(#(?!!)|//)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 PLACEHOLDER = "pass  # Placeholder"
+# Placeholders written with library calls, which read as work (`judge/checks/requirement/placeholder_values.py`):
+# a random number in place of a result, a constant array, a wait. Each imports what it calls, in its body.
+LIBRARY_PLACEHOLDERS = ("import random\nreturn random.uniform(0.5, 1.0)", "import numpy\nreturn numpy.zeros(1)",
+                        "import time\ntime.sleep(0.1)\nreturn None")
 
 
 def _definitions(trees: dict[str, Node]) -> tuple[set[str], set[str], set[str]]:
@@ -107,9 +112,11 @@ def renamed_after(files: dict[str, str], phrases: list[str]) -> dict[str, str]:
     return out
 
 
-def emptied(files: dict[str, str], lines: dict[str, set[int]]) -> tuple[dict[str, str], dict[str, set[int]]]:
+def emptied(files: dict[str, str], lines: dict[str, set[int]], placeholders: Sequence[str] = (PLACEHOLDER,)
+            ) -> tuple[dict[str, str], dict[str, set[int]]]:
     """`files` with every Python function holding one of `lines` (path -> 1-based line numbers) emptied: its
-    body replaced by `PLACEHOLDER`. Also returns, per path, the line numbers (of the original file) emptied."""
+    body replaced by a placeholder (`placeholders` in turn, each one or more lines). Also returns, per path, the
+    line numbers (of the original file) emptied."""
     out = dict(files)
     gone: dict[str, set[int]] = {}
     for path, (_, root) in _python(files).items():
@@ -136,9 +143,10 @@ def emptied(files: dict[str, str], lines: dict[str, set[int]]) -> tuple[dict[str
         # Insert the placeholder where each outermost emptied body began (in reverse, so rows stay valid).
         outer = sorted({(f, i) for f, _, i in bodies if not any(o < f <= e for o, e, _ in bodies if o != f)},
                        reverse=True)
-        for first, indent in outer:
+        for k, (first, indent) in enumerate(outer):
             before = sum(1 for n in range(first) if n not in taken)
-            keep.insert(before, " " * indent + PLACEHOLDER)
+            body = placeholders[k % len(placeholders)].split("\n")
+            keep[before:before] = [" " * indent + line for line in body]
         out[path] = "\n".join(keep)
         gone[path] = {n + 1 for n in taken}
     return out, gone

@@ -21,7 +21,10 @@ Contrasts inside one submission (issue 40, `contrast_variants`; the code edits a
   renamed after this task's requirements: no leaf should pass;
 * `emptied`: own code with the Python functions holding the cited lines of every other cited requirement emptied
   (`pass  # Placeholder`, callers kept): the leaves whose cited lines were all emptied should fail, the leaves
-  it did not touch pass (bench only: the hollow-code gate, not the learned decision, owns placeholders).
+  it did not touch pass (bench only: the hollow-code gate, not the learned decision, owns placeholders);
+* `emptied_library`: the same functions emptied to placeholders written with library calls (a random number
+  returned in place of a result, a constant array, a wait: `code_renaming.LIBRARY_PLACEHOLDERS`), which read as
+  work: the same expectations.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 
 sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir())
 
-from code_renaming import emptied, renamed, renamed_after
+from code_renaming import LIBRARY_PLACEHOLDERS, PLACEHOLDER, emptied, renamed, renamed_after
 from evidence_gold import FileBlock, GoldCase, Span, render_without
 from reference_variants import added_diff
 
@@ -191,9 +194,10 @@ def foreign_renamed(case: GoldCase, foreign: GoldCase) -> Any:
     return Variant("foreign_renamed", added_diff(files), dict.fromkeys(sorted(case.cited), "fail"))
 
 
-def emptied_helpers(case: GoldCase) -> Any | None:
+def emptied_helpers(case: GoldCase, *, library: bool = False) -> Any | None:
     """Own code with the functions holding half of the requirements' cited lines emptied (None when none of
-    those lines lies in a function): emptied leaves fail, untouched ones pass, the rest have no target."""
+    those lines lies in a function): emptied leaves fail, untouched ones pass, the rest have no target.
+    `library`: emptied to placeholders written with library calls (`emptied_library`), not to `pass`."""
     from reference_cases import Variant
 
     removed, _, _ = removed_half(case)
@@ -201,7 +205,7 @@ def emptied_helpers(case: GoldCase) -> Any | None:
     for i in removed:
         for s in case.cited[i]:
             wanted.setdefault(s.file, set()).update(range(s.start, s.end + 1))
-    files, gone = emptied(_files(case.blocks), wanted)
+    files, gone = emptied(_files(case.blocks), wanted, LIBRARY_PLACEHOLDERS if library else (PLACEHOLDER,))
     if not any(gone.values()):
         return None
     expected: dict[int, str | None] = {}
@@ -209,7 +213,7 @@ def emptied_helpers(case: GoldCase) -> Any | None:
         lines = [(s.file, n) for s in case.cited[i] for n in range(s.start, s.end + 1)]
         hit = sum(n in gone.get(f, set()) for f, n in lines)
         expected[i] = "fail" if hit == len(lines) else "pass" if hit == 0 else None
-    return Variant("emptied", added_diff(files), expected)
+    return Variant("emptied_library" if library else "emptied", added_diff(files), expected)
 
 
 def contrast_variants(case: GoldCase, foreign: GoldCase | None, *, emptied_too: bool = False) -> list[Any]:

@@ -3,7 +3,8 @@
 1. The scaffold run: Curie's azure-gpt-4o run of EXP-Bench task 93022/4 (its compute functions are
    `pass  # Placeholder`) and the bundled example (93022/0: a shell script that only runs scripts the submission
    does not hold): implementation leaves passed (and partial) under `embedded` (expbench-v2) and, when the coder
-   model is installed, `embedded+coder` (expbench-v2-coder).
+   model is installed, `embedded+coder` (expbench-v2-coder). The Curie run is graded a second time with its
+   placeholders written with library calls (`LIBRARY_FORMS`: a constant array, random numbers, a wait).
 2. Emptied helpers on the held-out half of ../shared/data/expbench/gt_code (`split_papers`, as
    bench/judging/location_gold.py and training/train_requirement_model.py split it), with the paper's code as the
    reference and without: for up to 3 requirements per task whose cited lines all sit in Python functions, those
@@ -58,6 +59,14 @@ SCAFFOLDS = {
     "bundled 93022/0 (missing scripts)": (
         ROOT / "examples/expbench/93022_complete_final.json", 0,
         ROOT / "examples/expbench/93022_task_index_0_iter_1_duration_0.67_eval_gen.json"),
+}
+# The Curie scaffold again with each placeholder written with library calls, one line each (so its diff's hunks
+# keep their sizes): a constant array loaded, random numbers computed, a wait for a save. They read as work.
+LIBRARY_FORMS = {
+    "load_trajectory": "import numpy; return numpy.zeros((100, 3))",
+    "compute_autocorrelation": "import numpy; return numpy.random.rand(50)",
+    "compute_dynamic_content": "import random; return random.uniform(0.0, 1.0)",
+    "save_trajectory": "import time; time.sleep(0.1)",
 }
 EMPTIED_PER_TASK = 3
 TARGETS = {"emptied_pass": ("<= 0.05", lambda v: v <= 0.05)}
@@ -139,6 +148,18 @@ async def gold(grader: Grader, cases: list[GoldCase]) -> dict[str, list[float]]:
     return out
 
 
+def with_library_placeholders(diff: str) -> str:
+    """The Curie scaffold's diff with each `pass` of a placeholder function replaced by `LIBRARY_FORMS`."""
+    out, current = [], ""
+    for line in diff.split("\n"):
+        if line.startswith("+def "):
+            current = line[5:].split("(")[0]
+        if line == "+    pass" and current in LIBRARY_FORMS:
+            line = "+    " + LIBRARY_FORMS[current]
+        out.append(line)
+    return "\n".join(out)
+
+
 async def scaffolds(coder: bool) -> dict[str, str]:
     out = {}
     judges: list[tuple[str, str, Any]] = [("embedded", "expbench-v2", EmbeddedJudge())]
@@ -146,9 +167,12 @@ async def scaffolds(coder: bool) -> dict[str, str]:
         from judge.judges.registry import build_judge
 
         judges.append(("embedded+coder", "expbench-v2-coder", build_judge("embedded+coder")))
-    for name, (task_file, index, submission_file) in SCAFFOLDS.items():
-        task = load_task_file(task_file, index)
-        submission = load_submission_file(submission_file)
+    runs = [(name, load_task_file(task_file, index), load_submission_file(submission_file))
+            for name, (task_file, index, submission_file) in SCAFFOLDS.items()]
+    curie = runs[0][2]
+    runs.append(("curie 93022/4 (library placeholders)", runs[0][1],
+                 curie.model_copy(update={"diff": with_library_placeholders(curie.diff or "")})))
+    for name, task, submission in runs:
         for judge_name, rubric, judge_ in judges:
             grade = await Grader(load_rubric(rubric), judge_).grade(task, submission)
             leaves = [leaf for leaf in grade.leaves if leaf.stage == "implementation"]

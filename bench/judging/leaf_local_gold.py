@@ -16,6 +16,8 @@ default expbench-v2) without its reference and with it (its paper's code), on th
   moved, foreign_at_cited, value_changed   issue 36's figures (>= 0.95 x own, <= 0.05, >= 0.90)
   emptied          the functions holding half of the requirements' lines emptied, callers kept: the emptied leaves
                    (reported; the hollow-code gate owns them: <= 0.05)
+  emptied_library  the same functions emptied to placeholders written with library calls (a random number
+                   returned, a constant array, a wait: they read as work): the emptied leaves (<= 0.05)
 and seconds per warm grade (own code plus one small file, its embeddings cached).
 
 With --tree PATH the same bench is first run on another checkout's code and rubrics (PYTHONPATH=PATH; e.g.
@@ -92,11 +94,14 @@ TARGETS: dict[str, tuple[str, Any]] = {
     "noref:value_changed_not_pass": _at_least(0.90), "ref:value_changed_not_pass": _at_least(0.90),
     "noref:emptied_pass": ("<= 0.05 (hollow gate)", lambda v, f, m: v <= 0.05),
     "ref:emptied_pass": ("<= 0.05 (hollow gate)", lambda v, f, m: v <= 0.05),
+    "noref:emptied_library_pass": ("<= 0.05 (hollow gate)", lambda v, f, m: v <= 0.05),
+    "ref:emptied_library_pass": ("<= 0.05 (hollow gate)", lambda v, f, m: v <= 0.05),
 }
 # Variant kind -> the figure its leaves with an expected verdict feed ("pass" share of the expected-fail leaves,
 # or of the expected-pass leaves).
 _FIGURES = {"renamed": "renamed_pass", "foreign_renamed": "foreign_renamed_pass", "moved": "moved_pass",
-            "foreign_at_cited": "foreign_at_cited_pass", "other_task": "other_task_pass", "emptied": "emptied_pass"}
+            "foreign_at_cited": "foreign_at_cited_pass", "other_task": "other_task_pass", "emptied": "emptied_pass",
+            "emptied_library": "emptied_library_pass"}
 
 
 def p_implemented(leaf: LeafResult) -> float:
@@ -123,8 +128,7 @@ async def measure(grader: Grader, cases: list[Any], everything: list[Any], conso
         cited = sorted(case.cited)
         kinds = [v for v in variants(case, everything, restatements=False) if v.kind in {"drop", "other_task"}]
         kinds += location_variants(case, everything, foreign) + contrast_variants(case, foreign)
-        emptied = emptied_helpers(case)
-        kinds += [emptied] if emptied is not None else []
+        kinds += [v for v in (emptied_helpers(case), emptied_helpers(case, library=True)) if v is not None]
         for mode in ("noref", "ref"):
             task = with_reference(case.task, case.diff) if mode == "ref" else case.task
 

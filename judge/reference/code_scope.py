@@ -57,9 +57,10 @@ class Scope:
 
 
 def imports_in(text: str) -> dict[str, str]:
-    """Alias -> module path of the import lines of a Python text (`import numpy as np` -> np: numpy)."""
+    """Alias -> module path of the import lines of a Python text (`import numpy as np` -> np: numpy); an import
+    shares its line with other statements after a `;` (`import numpy; return numpy.zeros(3)`)."""
     found: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in (part for whole in text.splitlines() for part in whole.split(";")):
         match = _FROM_IMPORT.match(line)
         if match:
             for part in match.group(2).split(","):

@@ -24,6 +24,7 @@ from typing import Literal
 
 from tree_sitter import Node
 
+from judge.checks.requirement.placeholder_values import placeholder_kind
 from judge.reference.code_acts import is_report, python_acts
 from judge.reference.code_scope import Scope, name_chain, node_text
 from judge.submission.code_languages import parser_for
@@ -98,7 +99,10 @@ class Definition:
         name: Its short name ("" for the module).
         kind: "function", "class" or "module".
         start_line, end_line: Its 1-based lines.
-        placeholder: The body does nothing (`code_acts`: pass, `...`, a constant returned, a raise, a print).
+        placeholder: The body does nothing (`code_acts`: pass, `...`, a constant returned, a raise, a print; or
+            `placeholder_values`: a constant or random numbers made by a library, a wait or an exit).
+        placeholder_why: For a placeholder `placeholder_values` found, what it does instead ("it returns a
+            constant"); "" otherwise.
         events: What its own statements do (nested definitions are definitions of their own).
         members: For a class, the names of its methods.
         parent: The index of the definition it sits in (None at the top of the file).
@@ -118,6 +122,7 @@ class Definition:
     parent: int | None = None
     outputs: bool = False
     params: frozenset[str] = frozenset()
+    placeholder_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -206,9 +211,10 @@ class _Reader:
         acts, _ = python_acts(node, self.scope) if kind == "function" else (1, 1)
         index = len(self.definitions)
         parameters = node.child_by_field_name("parameters")
-        self.definitions.append(Definition(name, kind, start, end, placeholder=acts == 0, parent=owner,
-                                           params=_identifiers(parameters) if parameters is not None
-                                           else frozenset()))
+        params = _identifiers(parameters) if parameters is not None else frozenset()
+        why = placeholder_kind(node, self.scope, params) if kind == "function" and acts else ""
+        self.definitions.append(Definition(name, kind, start, end, placeholder=acts == 0 or bool(why),
+                                           placeholder_why=why, parent=owner, params=params))
         if self.definitions[owner].kind == "class":
             self.definitions[owner].members.append(name)
         body = node.child_by_field_name("body")

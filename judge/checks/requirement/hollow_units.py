@@ -384,7 +384,8 @@ class _CallGraph:
         definition = entry.definition
         where = f"`{definition.name}` (line {definition.start_line})"
         if definition.kind == "function" and definition.placeholder:
-            return f"{where} is a placeholder"
+            why = f" ({definition.placeholder_why})" if definition.placeholder_why else ""
+            return f"{where} is a placeholder{why}"
         if id(entry) in self.pins:
             return f"{where} {self.pins[id(entry)]}"
         if definition.kind == "class":

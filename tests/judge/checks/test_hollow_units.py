@@ -207,3 +207,85 @@ def test_a_real_caller_records_the_placeholders_it_hands_work_to() -> None:
     assert leaf_hollow([plot, load, upsample], acting, found, 10) == (["`load` (line 13) is a placeholder"], False)
     # The best-ranked unit that acts or pretends to is a placeholder: it fails.
     assert leaf_hollow([load, upsample], acting, found, 10)[1]
+
+
+PLACEHOLDER_FORMS = '''import random
+import sys
+import time
+
+import numpy as np
+import torch
+
+
+def smooth(curve):
+    return np.zeros_like(curve)
+
+
+def summarise(curve):
+    return {"acf": [0.0] * 10, "lag": 0}
+
+
+def evaluate(model, loader):
+    return round(random.uniform(0.8, 0.9), 3)
+
+
+def wait(seconds):
+    time.sleep(1)
+    sys.exit(0)
+
+
+def report(curve):
+    import logging
+    logging.info("autocorrelation computed")
+
+
+def sample_noise():
+    return torch.randn(64, 100)
+
+
+def seed_everything(seed):
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def main():
+    model = torch.load("model.pt")
+    curve = np.load("curve.npy")
+    print(smooth(curve), summarise(curve), evaluate(model, curve), sample_noise())
+    report(curve)
+    seed_everything(0)
+    wait(1)
+'''
+
+
+def test_constants_random_results_and_waits_made_by_libraries_are_placeholders() -> None:
+    hollow = _hollow({"forms.py": PLACEHOLDER_FORMS})
+    assert hollow["forms.py:smooth"] == "`smooth` (line 9) is a placeholder (it returns a constant)"
+    assert hollow["forms.py:summarise"] == "`summarise` (line 13) is a placeholder (it returns a constant)"
+    assert hollow["forms.py:evaluate"] == ("`evaluate` (line 17) is a placeholder (it returns random numbers and "
+                                           "reads none of its inputs)")
+    assert "placeholder" in hollow["forms.py:wait"]
+    # Its import sits in the body: the import is not work of its own.
+    assert "placeholder" in hollow["forms.py:report"]
+    # Drawing numbers with no inputs may be the requirement (a GAN's noise); setting seeds is real work.
+    assert "forms.py:sample_noise" not in hollow
+    assert "forms.py:seed_everything" not in hollow
+    assert "forms.py:main" not in hollow
+
+
+def test_one_real_statement_keeps_a_library_placeholder_real() -> None:
+    real = PLACEHOLDER_FORMS.replace("    return np.zeros_like(curve)",
+                                     "    out = np.zeros_like(curve)\n    out[1:] = curve[1:] - curve[:-1]\n"
+                                     "    return out")
+    real = real.replace("    return round(random.uniform(0.8, 0.9), 3)",
+                        "    return round(random.uniform(0.8, 0.9), 3) if model is None else model(loader)")
+    hollow = _hollow({"forms.py": real})
+    assert "forms.py:smooth" not in hollow
+    assert "forms.py:evaluate" not in hollow
+
+
+def test_an_import_sharing_its_line_is_read() -> None:
+    # `import numpy; return ...` on one line: the import is still known, so the constant is still a placeholder.
+    source = "def load(path):\n    import numpy; return numpy.zeros((100, 3))\n\n\ndef main():\n    print(load('x'))\n"
+    reason = _hollow({"one_line.py": source})["one_line.py:load"]
+    assert reason == "`load` (line 1) is a placeholder (it returns a constant)"
