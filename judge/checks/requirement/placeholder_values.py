@@ -107,9 +107,10 @@ class _Body:
             return all(self.value(child) for child in node.named_children)
         if kind == "identifier":
             return node_text(node) in self.local
-        if kind == "attribute":  # a library constant (`np.float32`, `math.pi`)
+        if kind == "attribute":  # a constant of an array library or `math` (`np.float32`, `math.pi`)
             chain = name_chain(node)
-            return chain is not None and self.scope.resolve(chain[0]) is not None and chain[0] not in _COMBINERS
+            root = self.scope.resolve(chain[0]) if chain else None
+            return root is not None and root.split(".")[0] in _ARRAY_LIBRARIES | {"math"}
         if kind == "call":
             return self._call(node)
         return False

@@ -289,3 +289,12 @@ def test_an_import_sharing_its_line_is_read() -> None:
     source = "def load(path):\n    import numpy; return numpy.zeros((100, 3))\n\n\ndef main():\n    print(load('x'))\n"
     reason = _hollow({"one_line.py": source})["one_line.py:load"]
     assert reason == "`load` (line 1) is a placeholder (it returns a constant)"
+
+
+def test_library_state_returned_is_not_a_constant() -> None:
+    # `os.environ` is the process's state, not a constant; `np.float32` is a constant of an array library.
+    source = ("import os\n\nimport numpy as np\n\n\ndef settings(name):\n    return os.environ\n\n\n"
+              "def dtype(name):\n    return np.float32\n\n\ndef main():\n    print(settings('x'), dtype('x'))\n")
+    hollow = _hollow({"state.py": source})
+    assert "state.py:settings" not in hollow
+    assert hollow["state.py:dtype"] == "`dtype` (line 10) is a placeholder (it returns a constant)"
