@@ -58,7 +58,10 @@ async def _grade_twice(request: dict[str, Any]) -> dict[str, Any]:
     from judge.settings import Settings
 
     folder = tempfile.mkdtemp(prefix="trace-grade-")
-    settings = Settings(database_url=f"sqlite+aiosqlite:///{folder}/trace.db", auth_enabled=False)
+    # No warm spare grading process: its warm-up is the service's start, not the grade (a grade this small is
+    # made in the service), and its callback could land inside the traced grade, whenever the model loads.
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{folder}/trace.db", auth_enabled=False,
+                        isolated_spare=False)
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
