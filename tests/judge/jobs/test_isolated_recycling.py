@@ -20,6 +20,7 @@ from judge.jobs.isolated_grading import (
     _return_freed_memory,
     born_lowered,
     grew_too_much,
+    lower_scheduling_group,
 )
 from judge.models import CalibrationStatus, Submission, Task
 
@@ -83,6 +84,34 @@ def test_a_process_started_for_the_pool_is_born_at_the_lower_priority() -> None:
         child.wait()
     with pytest.raises(ZeroDivisionError):
         born_lowered(lambda: 1 // 0)
+
+
+def _autogroup_niceness(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/autogroup").read_text(encoding="ascii").split("nice")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _session_and_group() -> None:  # runs in a pool process
+    lower_scheduling_group(CHILD_NICENESS)
+
+
+def test_a_grading_process_is_lowered_in_a_scheduling_group_of_its_own() -> None:
+    # Where the kernel shares the cores between sessions first (autogroups), a niced process in another
+    # session's group competes as an equal: the grading process leaves the service's session for its own
+    # group, at the same niceness.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_session_and_group) as pool:
+        pid = pool.submit(os.getpid).result(timeout=60)
+        assert os.getsid(pid) == pid != os.getsid(0)  # a session (and with it a group) of its own
+        ours = _autogroup_niceness(os.getpid())
+        if ours is not None:  # autogroups on: the child's group is lowered as the child is
+            assert _autogroup_niceness(pid) == CHILD_NICENESS
+            assert _autogroup_niceness(os.getpid()) == ours  # ours is untouched
 
 
 def test_a_pool_whose_process_died_is_replaced_after_the_grade_it_failed() -> None:
