@@ -4,8 +4,9 @@ A grade's CPU work (parsing, alignment, embeddings) runs on threads of the proce
 Python runs one thread at a time: while an 800-leaf grade ran beside them, normal grades of other keys took
 7-16 s instead of 0.14 s (bench/service/bad_neighbour.py), fair slots or not. Here a grade of more than
 `Settings.isolate_leaves` leaves is made in a child process (spawned, so it holds no thread or event loop of
-this one) whose scheduling priority is lowered from its birth (`born_lowered`): the service's own process and
-its small grades come first on the machine's cores, and the large grade takes what is left. The store is read
+this one) whose scheduling priority is lowered from its birth (`born_lowered`), in a session and scheduling
+group of its own (`lower_scheduling_group`): the service's own process and its small grades come first on the
+machine's cores, and the large grade takes what is left. The store is read
 and written here as for any grade; only the grading itself moves.
 
 A warm spare (issue 42). A child costs a spawn, imports and the embedding model's load before it grades: 5 s
