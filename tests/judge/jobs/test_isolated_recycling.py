@@ -20,7 +20,6 @@ from judge.jobs.isolated_grading import (
     _return_freed_memory,
     born_lowered,
     grew_too_much,
-    lower_scheduling_group,
 )
 from judge.models import CalibrationStatus, Submission, Task
 
@@ -93,25 +92,29 @@ def _autogroup_niceness(pid: int) -> int | None:
         return None
 
 
-def _session_and_group() -> None:  # runs in a pool process
-    lower_scheduling_group(CHILD_NICENESS)
-
-
 def test_a_grading_process_is_lowered_in_a_scheduling_group_of_its_own() -> None:
     # Where the kernel shares the cores between sessions first (autogroups), a niced process in another
-    # session's group competes as an equal: the grading process leaves the service's session for its own
-    # group, at the same niceness.
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    # session's group competes as an equal: the service's real grading process leaves the service's session
+    # for its own group, at its own niceness.
+    isolated = IsolatedGrading(1, spare=True)
 
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_session_and_group) as pool:
-        pid = pool.submit(os.getpid).result(timeout=60)
+    async def warm_pid() -> int:
+        isolated.start()
+        while not isolated._warm_bytes:
+            await asyncio.sleep(0.1)
+        (pid,) = isolated._warm_bytes
+        return pid
+
+    try:
+        pid = asyncio.run(warm_pid())
         assert os.getsid(pid) == pid != os.getsid(0)  # a session (and with it a group) of its own
         ours = _autogroup_niceness(os.getpid())
         if ours is not None:  # autogroups on: the child's group is lowered as the child is
-            assert _autogroup_niceness(pid) == CHILD_NICENESS
+            assert _autogroup_niceness(pid) == os.getpriority(os.PRIO_PROCESS, pid) == min(
+                19, os.getpriority(os.PRIO_PROCESS, 0) + CHILD_NICENESS)
             assert _autogroup_niceness(os.getpid()) == ours  # ours is untouched
+    finally:
+        isolated.close()
 
 
 def test_a_pool_whose_process_died_is_replaced_after_the_grade_it_failed() -> None:
