@@ -97,6 +97,10 @@ class Settings(BaseSettings):
         default=200, ge=0, description="An embedded-judge grade of more leaves than this is made in a separate, "
         "lower-priority process, so it cannot slow the service's other grades (0: never).")
     isolated_processes: int = Field(default=1, ge=1, description="Processes making such grades.")
+    worker_niceness: int = Field(
+        default=10, ge=0, le=19, description="`expjudge worker` runs at this niceness, and so does its session's "
+        "scheduling group when the worker leads its session (a service manager, a container or `setsid` starts "
+        "it): it yields the cores to an `expjudge serve` on the same machine (0: left as started).")
     isolated_spare: bool = Field(
         default=True, description="`expjudge serve` keeps those processes started with their model loaded (~0.5 GB "
         "idle), and starts a fresh one right after a large grade that left one holding too much "

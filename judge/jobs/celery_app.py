@@ -21,6 +21,7 @@ from celery.signals import worker_ready, worker_shutdown
 
 from judge.jobs.runner import STALE_AFTER, run_job, runner_id
 from judge.jobs.runtime import GradingRuntime
+from judge.jobs.worker_priority import lower_worker
 from judge.settings import configure_offline_environment, get_settings
 from judge.store import Store
 
@@ -146,6 +147,9 @@ def start_worker(
         metrics_port: Serve Prometheus metrics of this worker on 127.0.0.1:PORT when given.
     """
     global _node_name
+    lowered = lower_worker(get_settings().worker_niceness)  # first: the threads started below inherit it
+    log.info("worker at niceness %d%s", lowered.niceness, "" if lowered.group_niceness is None
+             else f", its session's scheduling group at {lowered.group_niceness}")
     _node_name = node or f"expjudge@{socket.gethostname()}"
     app = create_celery(broker_url)
     if metrics_port is not None:

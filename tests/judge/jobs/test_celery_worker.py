@@ -3,6 +3,7 @@ with SIGKILL mid-job and restarted leaves exactly one grade per item."""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -114,6 +115,19 @@ def test_async_job_runs_on_the_worker(
         assert job["state"] == "succeeded" and job["attempts"] == 1
         assert client.get(job["results"][0]["links"]["grade"]).status_code == 200
     assert "Task expjudge.run_job" in workers[-1].output()
+
+
+def test_a_worker_yields_the_cores_to_a_service_beside_it(workers: list[ChildProcess]) -> None:
+    # Started in a session of its own (as a service manager starts it): lowered, and its session's group too.
+    worker = workers[-1]
+    expected = min(19, max(10, os.getpriority(os.PRIO_PROCESS, 0)))
+    assert os.getpriority(os.PRIO_PROCESS, worker.pid) == expected
+    assert f"worker at niceness {expected}" in worker.output()
+    try:
+        group = Path(f"/proc/{worker.pid}/autogroup").read_text(encoding="ascii")
+    except OSError:  # no autogroups on this kernel
+        return
+    assert int(group.split("nice")[1]) == expected
 
 
 def test_worker_killed_mid_job_and_restarted_leaves_one_grade_per_item(
