@@ -257,7 +257,8 @@ def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], fl
     if match is None:
         raise SystemExit("the requirement check's args line of expbench-v1.yaml changed: update _ARGS_LINE")
     args = {"pass_threshold": 0.5, "partial_threshold": 0.38, "explain_away_margin": 0.12, "file_bonus": 0.08,
-            "top_k": 3, **floors, "text_model": text_model, "reference_model": reference_model}
+            "top_k": 3, "reference_distinct_required": True, **floors, "text_model": text_model,
+            "reference_model": reference_model}
     body = source[: match.start()] + f"{match.group(1)}args: {json.dumps(args)}" + source[match.end():]
     body = body.replace("# expbench-v1:", "# expbench-v2 (expbench-v1 with the requirement check's learned "
                         "decisions; written by training/train_requirement_model.py, do not edit by hand):", 1)
@@ -287,9 +288,9 @@ def write_judgeeval(text_model: dict[str, Any], floors: dict[str, float], target
 
 
 CODER = ROOT / "rubrics" / "expbench-v2-coder.yaml"
-# The versions the rubrics written here get (a new model is a new rubric version; issue 40's third round: the
-# abstracted text lost the submission's own method names).
-VERSIONS = {"expbench-v2": "2.4.0", "judgeeval-v1": "1.3.0", "expbench-v2-coder": "2.3.0"}
+# The versions the rubrics written here get (a new model or a new rule is a new rubric version; issue 40's fifth
+# round: with a reference, a leaf whose lines' own calls, values and lines are nowhere in the submission fails).
+VERSIONS = {"expbench-v2": "2.5.0", "judgeeval-v1": "1.3.0", "expbench-v2-coder": "2.4.0"}
 _CODER_ARGS = re.compile(r'(?m)^(\s*)args: (\{"pass_threshold": 0\.5, "partial_threshold": 0\.38,[^\n]*\})$')
 
 
@@ -305,6 +306,7 @@ def write_coder(text_model: dict[str, Any], reference_model: dict[str, Any], flo
         raise SystemExit("the requirement check's args line of expbench-v2-coder.yaml changed: update _CODER_ARGS")
     args = json.loads(match.group(2))
     args.update(floors)
+    args["reference_distinct_required"] = True
     args["text_model"], args["reference_model"] = text_model, reference_model
     coder = args.get("coder_text_model")
     if coder is not None:

@@ -28,6 +28,10 @@ class RequirementArgs(CheckArgs):
     # with the requirement: no model's extrapolation may pass it.
     reference_floor: float = 0.05
     text_floor: float = 0.1
+    # With a reference: when the cited lines do something the rest of the reference does not (their own calls,
+    # values or lines) and none of it is anywhere in the submission, the leaf fails whatever a model says: what
+    # sets this requirement apart from its siblings is missing, however much of the code around it is there.
+    reference_distinct_required: bool = False
     # Without a reference: below this, the submission's code as a whole stands no higher above unrelated code
     # for the task's requirements (`txt_task_z`, `txt_task_abstract_z`: either) than another paper's code does,
     # and every leaf fails. A task-wide figure may fail a leaf; it never passes one (no model reads it).

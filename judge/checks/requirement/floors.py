@@ -4,6 +4,8 @@ rubric without a model (`untrained_rules`)."""
 
 from __future__ import annotations
 
+import math
+
 from judge.checks.requirement.arguments import RequirementArgs
 from judge.checks.requirement.rival_tasks import NO_RIVAL_FIT, RIVAL_WINS
 from judge.checks.verdicts import margin_confidence
@@ -16,12 +18,29 @@ def rival_task_wins(features: dict[str, float], args: RequirementArgs) -> bool:
         features.get("txt_rival_task_fit", NO_RIVAL_FIT) - features.get("txt_task_fit", 0.0) > args.rival_task_margin
 
 
+def distinct_items(features: dict[str, float]) -> int:
+    """How many calls, values and lines only the requirement's cited reference lines hold (`ref_distinct_size` is
+    its log1p)."""
+    return round(math.expm1(features.get("ref_distinct_size", 0.0)))
+
+
+def distinct_missing(features: dict[str, float], args: RequirementArgs) -> bool:
+    """With a reference: the cited lines do something the rest of the reference does not, and the submission
+    holds none of it anywhere (`RequirementArgs.reference_distinct_required`)."""
+    return args.reference_distinct_required and distinct_items(features) > 0 and \
+        features.get("ref_distinct_sub", 1.0) <= 0.0
+
+
 def below_floor(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> str:
     """Why no unit can pass whatever the model says ("" when one may)."""
     if with_reference:
         if not features["ref_core_empty"] and features["ref_match"] < args.reference_floor:
             return (f"the closest code shares {features['ref_match']:.0%} of what the reference span does "
                     f"(its calls, values and lines), below the {args.reference_floor:.0%} floor")
+        if distinct_missing(features, args):
+            return (f"none of what only this requirement's reference lines do ({distinct_items(features)} of "
+                    "their calls, values and lines, which the rest of the reference does not hold) is anywhere in "
+                    "the submission, however much of the code around them is there")
         return ""
     for name, floor in (("txt_task_z", args.task_floor), ("txt_task_abstract_z", args.task_abstract_floor)):
         if floor is not None and features[name] < floor:
@@ -38,6 +57,10 @@ def below_floor(features: dict[str, float], with_reference: bool, args: Requirem
 def floor_confidence(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> float:
     """How sure a floored fail is: the distance of the floored figure below its floor."""
     if with_reference:
+        matched = features["ref_core_empty"] or features["ref_match"] >= args.reference_floor
+        if matched and distinct_missing(features, args):
+            # Each of the lines' own calls, values or lines the submission lacks makes the fail surer.
+            return min(1.0, 0.5 + 0.1 * distinct_items(features))
         return margin_confidence(features["ref_match"], args.reference_floor)
     gated = [margin_confidence(features[name], floor)
              for name, floor in (("txt_task_z", args.task_floor), ("txt_task_abstract_z", args.task_abstract_floor))
