@@ -21,7 +21,7 @@ from celery.signals import worker_ready, worker_shutdown
 
 from judge.jobs.runner import STALE_AFTER, run_job, runner_id
 from judge.jobs.runtime import GradingRuntime
-from judge.jobs.worker_priority import lower_worker
+from judge.jobs.scheduling_groups import lower_worker
 from judge.settings import configure_offline_environment, get_settings
 from judge.store import Store
 

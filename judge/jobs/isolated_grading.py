@@ -5,9 +5,9 @@ Python runs one thread at a time: while an 800-leaf grade ran beside them, norma
 7-16 s instead of 0.14 s (bench/service/bad_neighbour.py), fair slots or not. Here a grade of more than
 `Settings.isolate_leaves` leaves is made in a child process (spawned, so it holds no thread or event loop of
 this one) whose scheduling priority is lowered from its birth (`born_lowered`), in a session and scheduling
-group of its own (`lower_scheduling_group`): the service's own process and its small grades come first on the
-machine's cores, and the large grade takes what is left. The store is read
-and written here as for any grade; only the grading itself moves.
+group of its own (`scheduling_groups.lower_scheduling_group`): the service's own process and its small grades
+come first on the machine's cores, and the large grade takes what is left. The store is read and written here as
+for any grade; only the grading itself moves.
 
 A warm spare (issue 42). A child costs a spawn, imports and the embedding model's load before it grades: 5 s
 on a quiet machine, 16-27 s on a loaded one, during which a large job's count of leaves could not move. So the
@@ -50,6 +50,7 @@ from typing import TypeVar
 
 from judge.jobs.metrics import GRADING_PROCESSES_READY
 from judge.jobs.parent_watch import watch_parent
+from judge.jobs.scheduling_groups import lower_scheduling_group
 from judge.judges.base import Judge
 from judge.leaf_progress import Listener
 from judge.models import CalibrationStatus, Grade, Submission, Task
@@ -91,22 +92,6 @@ def born_lowered(work: Callable[[], T]) -> T:
     if failed:
         raise failed[0]
     return done[0]
-
-
-def lower_scheduling_group(niceness: int) -> None:
-    """Put this process in a scheduling group of its own, at `niceness` (Linux with autogroups).
-
-    Where the kernel groups processes by session (`/proc/sys/kernel/sched_autogroup_enabled`, on by default in
-    Debian and Ubuntu), it shares the cores between sessions first and applies a process's niceness only inside
-    its session. A Celery worker started in a session of its own (as a service manager or a terminal starts
-    it) then took half the cores from the service beside it with its grading process at nice 10 or 19, or
-    under `SCHED_IDLE` (bench/service/bad_neighbour.py: the service's small grades' p50 0.16 -> 0.25-0.33 s).
-    A session of its own, whose group is given the same niceness, makes the lower priority hold against every
-    other process of the machine. Without autogroups, or where not permitted, nothing changes."""
-    with contextlib.suppress(OSError):  # a process group leader cannot start a session: it keeps its own
-        os.setsid()
-    with contextlib.suppress(OSError):  # no autogroups (another kernel, or turned off), or not permitted
-        Path("/proc/self/autogroup").write_text(f"{niceness}\n", encoding="ascii")
 
 
 def _start_child(parent: int) -> None:

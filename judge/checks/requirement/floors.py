@@ -31,10 +31,16 @@ def distinct_missing(features: dict[str, float], args: RequirementArgs) -> bool:
         features.get("ref_distinct_sub", 1.0) <= 0.0
 
 
+def below_reference_floor(features: dict[str, float], args: RequirementArgs) -> bool:
+    """With a reference: the closest code shares next to nothing with the span (cited lines that hold no code
+    leave it to the model)."""
+    return not features["ref_core_empty"] and features["ref_match"] < args.reference_floor
+
+
 def below_floor(features: dict[str, float], with_reference: bool, args: RequirementArgs) -> str:
     """Why no unit can pass whatever the model says ("" when one may)."""
     if with_reference:
-        if not features["ref_core_empty"] and features["ref_match"] < args.reference_floor:
+        if below_reference_floor(features, args):
             return (f"the closest code shares {features['ref_match']:.0%} of what the reference span does "
                     f"(its calls, values and lines), below the {args.reference_floor:.0%} floor")
         if distinct_missing(features, args):
@@ -58,8 +64,7 @@ def floor_confidence(features: dict[str, float], with_reference: bool, args: Req
     """How sure a floored fail is: the distance of the floored figure below its floor (with a reference, when what
     only the cited lines do is missing: 0.5, and 0.1 more for each of its missing calls, values and lines)."""
     if with_reference:
-        matched = features["ref_core_empty"] or features["ref_match"] >= args.reference_floor
-        if matched and distinct_missing(features, args):
+        if not below_reference_floor(features, args) and distinct_missing(features, args):
             # Each of the lines' own calls, values or lines the submission lacks makes the fail surer.
             return min(1.0, 0.5 + 0.1 * distinct_items(features))
         return margin_confidence(features["ref_match"], args.reference_floor)

@@ -21,6 +21,7 @@ from judge.jobs.isolated_grading import (
     born_lowered,
     grew_too_much,
 )
+from judge.jobs.scheduling_groups import group_niceness
 from judge.models import CalibrationStatus, Submission, Task
 
 EXAMPLE = json.loads((Path(__file__).resolve().parents[3] / "examples" / "grade_request.json").read_text())
@@ -85,13 +86,6 @@ def test_a_process_started_for_the_pool_is_born_at_the_lower_priority() -> None:
         born_lowered(lambda: 1 // 0)
 
 
-def _autogroup_niceness(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/autogroup").read_text(encoding="ascii").split("nice")[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def test_a_grading_process_is_lowered_in_a_scheduling_group_of_its_own() -> None:
     # Where the kernel shares the cores between sessions first (autogroups), a niced process in another
     # session's group competes as an equal: the service's real grading process leaves the service's session
@@ -108,11 +102,11 @@ def test_a_grading_process_is_lowered_in_a_scheduling_group_of_its_own() -> None
     try:
         pid = asyncio.run(warm_pid())
         assert os.getsid(pid) == pid != os.getsid(0)  # a session (and with it a group) of its own
-        ours = _autogroup_niceness(os.getpid())
+        ours = group_niceness(os.getpid())
         if ours is not None:  # autogroups on: the child's group is lowered as the child is
-            assert _autogroup_niceness(pid) == os.getpriority(os.PRIO_PROCESS, pid) == min(
+            assert group_niceness(pid) == os.getpriority(os.PRIO_PROCESS, pid) == min(
                 19, os.getpriority(os.PRIO_PROCESS, 0) + CHILD_NICENESS)
-            assert _autogroup_niceness(os.getpid()) == ours  # ours is untouched
+            assert group_niceness(os.getpid()) == ours  # ours is untouched
     finally:
         isolated.close()
 

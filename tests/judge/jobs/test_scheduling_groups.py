@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from judge.jobs.scheduling_groups import group_niceness
+
 PROBE = (
-    "import json, os; from judge.jobs.worker_priority import lower_worker; w = lower_worker({niceness}); "
-    "print(json.dumps([w.niceness, w.group_niceness, os.getpriority(os.PRIO_PROCESS, 0), "
-    "open('/proc/self/autogroup').read() if os.path.exists('/proc/self/autogroup') else None]))"
+    "import json, os; from judge.jobs.scheduling_groups import group_niceness, lower_worker; "
+    "w = lower_worker({niceness}); "
+    "print(json.dumps([w.niceness, w.group_niceness, os.getpriority(os.PRIO_PROCESS, 0), group_niceness()]))"
 )
 
 
@@ -30,27 +32,22 @@ def _probe(niceness: int, *, own_session: bool) -> list[object]:
     return result
 
 
-def _group_niceness(text: object) -> int:
-    assert isinstance(text, str)
-    return int(text.split("nice")[1])
-
-
 def test_a_worker_leading_its_session_lowers_its_group_with_itself() -> None:
     base = os.getpriority(os.PRIO_PROCESS, 0)
     niceness, group, measured, autogroup = _probe(max(base, 7), own_session=True)
     assert niceness == measured == max(base, 7)
     if _autogroups():
-        assert group == max(base, 7) == _group_niceness(autogroup)
+        assert group == max(base, 7) == autogroup
 
 
 def test_a_worker_in_someone_elses_session_leaves_that_group_alone() -> None:
-    ours = Path("/proc/self/autogroup").read_text(encoding="ascii") if _autogroups() else None
+    ours = group_niceness() if _autogroups() else None
     base = os.getpriority(os.PRIO_PROCESS, 0)
     niceness, group, measured, autogroup = _probe(max(base, 7), own_session=False)
     assert niceness == measured == max(base, 7)  # the process itself is lowered
     assert group is None
     if ours is not None:
-        assert autogroup == ours == Path("/proc/self/autogroup").read_text(encoding="ascii")
+        assert autogroup == ours == group_niceness()  # the shared group keeps its niceness
 
 
 def test_zero_leaves_a_worker_as_started_and_a_lower_priority_is_never_raised() -> None:
