@@ -46,7 +46,8 @@ from judge.checks.claim_vs_diff.check import CLAIM_CHECK, claim_label_of
 from judge.checks.claim_vs_diff.evidence import CLAIM_FEATURES_VERSION, ensure_diff_headers
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import InputError, MalformedDiffError, RubricError
-from judge.grading.grader import ContentHashes, GradeInput, Grader, PreparedGrade
+from judge.grading.grader import Grader
+from judge.grading.prepared import ContentHashes, GradeInput, PreparedGrade
 from judge.judges.base import Judge
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.response_cache import ResponseCache

@@ -45,7 +45,8 @@ configure_offline_environment()
 from judge.embeddings.cache import EmbeddingCache  # noqa: E402
 from judge.embeddings.encoder import Embedder, Vectors, default_embedder  # noqa: E402
 from judge.errors import MalformedDiffError  # noqa: E402
-from judge.grading.grader import GradeInput, Grader  # noqa: E402
+from judge.grading.grader import Grader  # noqa: E402
+from judge.grading.prepared import GradeInput  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.loaders.expbench import load_expbench_tasks  # noqa: E402
 from judge.models import Grade, Submission, Task  # noqa: E402

@@ -5,17 +5,23 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from judge import leaf_progress
 from judge.checks.registry import CHECKS
-from judge.checks.requirement.acts import SubmissionActs
-from judge.checks.verdicts import quote
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import MalformedDiffError
 from judge.grading.code_digest import code_version
 from judge.grading.evidence_builder import EvidenceBuilder
+from judge.grading.gates import decide_gates, hollow_result
+from judge.grading.prepared import (
+    ContentHashes,
+    GradeInput,
+    JudgedLeaves,
+    PreparedGrade,
+    narrowing_warnings,
+    with_compared,
+)
 from judge.grading.scoring import (
     collect_error_labels,
     expbench_metrics,
@@ -29,14 +35,13 @@ from judge.models import (
     Grade,
     JudgeFingerprint,
     Leaf,
-    LeafResult,
     ReferenceUse,
     Rubric,
     Submission,
     Task,
     Usage,
 )
-from judge.models.evidence import GradingContext, LeafEvidence
+from judge.models.evidence import GradingContext
 from judge.reference.leaves import attach_reference_spans, record_reference_spans
 from judge.reference.restored import RESTORED_FLAG, restored_reference, restored_warnings
 from judge.reference.sources import reference_sources
@@ -50,19 +55,10 @@ from judge.safety.ground_truth_leaks import (
     without_copies,
 )
 from judge.safety.leak_detection import LeakDetector, LeakFinding
-from judge.submission.view import SubmissionView, ViewCache, default_view_cache
+from judge.submission.view import ViewCache, default_view_cache
 
 # Tasks whose copy detectors (oldest dropped first) and expanded leaves (dropped together) a Grader keeps.
 _DETECTORS_KEPT = 64
-# Closest candidates a leaf records beyond its cited evidence (LeafResult.compared).
-_COMPARED = 3
-# Which stage each gate decides (what triggers it: `_triggered`).
-_GATES: dict[str, str] = {
-    "empty_diff_fails_implementation": "implementation",
-    "inert_diff_fails_implementation": "implementation",
-    "missing_design_fails_design": "design",
-    "missing_conclusion_fails_conclusion": "conclusion",
-}
 
 
 def fingerprint_for(rubric: Rubric, grader_judge: Judge, embedder: Embedder | None = None) -> JudgeFingerprint:
@@ -88,41 +84,6 @@ def reference_use(task: Task) -> ReferenceUse:
     return ReferenceUse.of(task, files=files)
 
 
-def _inert(view: SubmissionView) -> bool:
-    """A diff of code units none of which does anything (comments, docstrings, stubs, prints and logs, constants
-    and sentences nothing reads: `SubmissionActs`), with no config file (a config may be read by code the diff
-    does not show). Whatever judge decides, nothing there can implement a requirement."""
-    units = view.code_units
-    if not units or any(unit.kind == "config" for unit in units):
-        return False
-    acts = SubmissionActs.of(view)
-    return not any(acts.acts(n) for n in range(len(units)))
-
-
-def _triggered(view: SubmissionView, gate: str, stage: str) -> bool:
-    if gate == "inert_diff_fails_implementation":  # an empty diff has no code units: the gate above decides it
-        return _inert(view)
-    sub = view.submission
-    if stage == "implementation":
-        return view.diff.is_empty
-    if stage == "design":
-        return not sub.design or (isinstance(sub.design, str) and not sub.design.strip())
-    return not (sub.conclusion or "").strip()
-
-
-def _gate_result(leaf: Leaf, reason: str) -> LeafResult:
-    return LeafResult.for_leaf(leaf, "fail", judge="gate", score=0.0, reason_code="gate", reason=reason,
-                               confidence=1.0, error_labels=[leaf.error_category] if leaf.error_category else [])
-
-
-def _hollow_result(evidence: LeafEvidence) -> LeafResult:
-    leaf = evidence.leaf
-    return LeafResult.for_leaf(leaf, "fail", judge="gate", score=0.0, reason_code="gate",
-                               reason=evidence.facts.fails_before_judge, rationale=evidence.facts.fails_before_judge,
-                               confidence=1.0, flags=["hollow_code"],
-                               error_labels=[leaf.error_category] if leaf.error_category else [])
-
-
 def _process_metrics(task: Task, submission: Submission) -> dict[str, Any]:
     """FML-bench process metrics of the submission's trajectory, with the process inputs of the task and
     the submission (`process_inputs`, legacy metadata keys), as `expjudge process` computes them.
@@ -133,90 +94,6 @@ def _process_metrics(task: Task, submission: Submission) -> dict[str, Any]:
     from judge.process.submission_metrics import submission_process_metrics  # heavy: numpy, the embedder
 
     return submission_process_metrics(task, submission).model_dump(mode="json")
-
-
-@dataclass(frozen=True)
-class ContentHashes:
-    """The task's and the submission's content hashes, computed once per grade and handed along (the
-    cache look-up, the copy detector and the grade all need them)."""
-
-    task: str
-    submission: str
-
-    @classmethod
-    def of(cls, task: Task, submission: Submission) -> ContentHashes:
-        """Both hashes, computed now."""
-        return cls(task.content_hash(), submission.content_hash())
-
-
-@dataclass(frozen=True)
-class GradeInput:
-    """One grade to prepare: a task, a submission, the leaves to grade (None: the rubric's expansion over
-    the task, as a grade has it) and the content hashes when the caller computed them already."""
-
-    task: Task
-    submission: Submission
-    leaves: list[Leaf] | None = None
-    hashes: ContentHashes | None = None
-
-
-@dataclass
-class PreparedGrade:
-    """A grade up to the judge call; dry runs and token counts stop here."""
-
-    view: SubmissionView
-    leaves: list[Leaf]
-    decided: dict[str, LeafResult]
-    evidence: list[LeafEvidence]
-    context: GradingContext
-    copies: list[LeakFinding] = field(default_factory=list)
-
-    @property
-    def pending(self) -> list[Leaf]:
-        """The leaves no gate decided: the judge decides them."""
-        return [leaf for leaf in self.leaves if leaf.id not in self.decided]
-
-    def for_leaves(self, ids: set[str]) -> PreparedGrade:
-        """This grade narrowed to the leaves `ids` names (their evidence as built beside every other leaf):
-        the judge is asked about those only."""
-        return PreparedGrade(view=self.view, leaves=[leaf for leaf in self.leaves if leaf.id in ids],
-                             decided={k: v for k, v in self.decided.items() if k in ids},
-                             evidence=[e for e in self.evidence if e.leaf.id in ids], context=self.context,
-                             copies=self.copies)
-
-
-@dataclass
-class JudgedLeaves:
-    """Every leaf's result, in the prepared order, and what the judge's calls cost."""
-
-    results: list[LeafResult]
-    usage: Usage
-
-
-def _narrowing_warnings(evidence: list[LeafEvidence]) -> list[str]:
-    """Say so when a diff was too big to embed whole and a lexical pass chose what was compared."""
-    out = []
-    for unit, compared_with in (("hunks", "the requirements"), ("windows", "the claims")):
-        narrowed = next((shortlist for e in evidence if (shortlist := e.facts.diff_shortlist)
-                         and shortlist.unit == unit and shortlist.narrowed), None)
-        if narrowed is not None:
-            out.append(f"a diff of {narrowed.in_diff} {unit}: a lexical pass chose the "
-                       f"{narrowed.embedded} compared with {compared_with} by embedding")
-    return out
-
-
-def with_compared(result: LeafResult, evidence: LeafEvidence | None, context: GradingContext) -> LeafResult:
-    """`result` with the closest candidates its leaf was compared with that it does not cite (verdict unchanged).
-
-    A fail cites nothing; without these a reviewer could not see which code, design item or sentence
-    came closest, nor with what similarity.
-    """
-    if evidence is None or not evidence.snippets:
-        return result
-    cited = {(q.source, q.location) for q in result.evidence}
-    kept = [s for s in evidence.snippets if (s.source, s.location) not in cited][:_COMPARED]
-    compared = [quote(s, context) for s in kept]  # only these are checked against the submission's text
-    return result.model_copy(update={"compared": compared}) if compared else result
 
 
 class Grader:
@@ -272,23 +149,6 @@ class Grader:
             leaves = self._expanded[key] = expand_rubric(self.rubric, task)
         return list(leaves)
 
-    def _decide_gates(self, leaves: list[Leaf], view: SubmissionView) -> dict[str, LeafResult]:
-        decided: dict[str, LeafResult] = {}
-        gates = {g.name: g for s in self.rubric.stages for g in s.gates}
-        stages = {leaf.stage for leaf in leaves}
-        fired: dict[str, str] = {}  # stage -> reason of its first gate that fires, worked out once per grade
-        for name, stage in _GATES.items():
-            if name in gates and stage in stages and stage not in fired and _triggered(view, name, stage):
-                fired[stage] = gates[name].reason
-        for leaf in leaves:
-            if leaf.target_meta.get("no_ground_truth"):
-                decided[leaf.id] = LeafResult.unscored(
-                    leaf, "no_ground_truth", f"the task has no ground truth for {leaf.stage} ({leaf.template_id})",
-                    judge="rubric")
-            elif leaf.stage in fired:
-                decided[leaf.id] = _gate_result(leaf, fired[leaf.stage])
-        return decided
-
     def _copies(self, task: Task, submission: Submission, task_hash: str | None) -> list[LeakFinding]:
         return find_copies(task, submission, self._detector(task, task_hash)) if self.detect_copies else []
 
@@ -309,7 +169,7 @@ class Grader:
         leaves = self._leaves(task, task_hash) if leaves is None else leaves
         context = GradingContext(task=task, submission=submission, rubric=self.rubric,
                                  source_texts=view.source_texts())
-        return PreparedGrade(view=view, leaves=leaves, decided=self._decide_gates(leaves, view), evidence=[],
+        return PreparedGrade(view=view, leaves=leaves, decided=decide_gates(self.rubric, leaves, view), evidence=[],
                              context=context, copies=copies)
 
     def _attach_evidence(self, prepared: PreparedGrade, task: Task) -> None:
@@ -319,7 +179,7 @@ class Grader:
         # any judge: no judge, embedded, code reader or LLM, may read hollow code as evidence.
         hollow = [e for e in prepared.evidence if e.facts.fails_before_judge]
         if hollow:
-            prepared.decided.update({e.leaf.id: _hollow_result(e) for e in hollow})
+            prepared.decided.update({e.leaf.id: hollow_result(e) for e in hollow})
             prepared.evidence = [e for e in prepared.evidence if not e.facts.fails_before_judge]
         if prepared.evidence:  # each requirement's span of the task's reference implementation, when it has one
             # BM25 alone for requirements without citation: embeddings moved hit@1 0.614 -> 0.630 on the
@@ -459,7 +319,7 @@ class Grader:
             integrity_flags.append("prompt_injection_suspected")
             warnings += [f"instruction aimed at the grader in the submission (ignored): {i.quote[:160]!r}"
                          for i in view.injections[:5]]
-        warnings += _narrowing_warnings(prepared.evidence)
+        warnings += narrowing_warnings(prepared.evidence)
         warnings += view.diff.notes  # what a diff too big to read whole left out of the evidence
         for check in self.checks:  # grade-level findings of the checks this grade used
             if any(leaf.check.name == check.name for leaf in prepared.leaves):

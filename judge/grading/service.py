@@ -15,7 +15,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from judge.embeddings.encoder import Embedder
-from judge.grading.grader import ContentHashes, Grader, PreparedGrade, reference_use
+from judge.grading.grader import Grader, reference_use
+from judge.grading.prepared import ContentHashes, PreparedGrade
 from judge.judges.base import Judge
 from judge.models import CalibrationStatus, Grade, JudgeFingerprint, Rubric, Submission, Task, Usage
 from judge.store import Store

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from judge.grading.grader import PreparedGrade
+from judge.grading.prepared import PreparedGrade
 from judge.judges.base import Judge
 from judge.judges.llm import OUTPUT_TOKENS_BASE, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_PER_LEAF, LLMJudge
 from judge.judges.token_counts import count_prompt_tokens

@@ -12,7 +12,8 @@ import pytest
 
 from judge.embeddings.encoder import Embedder, default_embedder
 from judge.errors import MalformedDiffError
-from judge.grading.grader import GradeInput, Grader, PreparedGrade
+from judge.grading.grader import Grader
+from judge.grading.prepared import GradeInput, PreparedGrade
 from judge.judges.embedded import EmbeddedJudge
 from judge.loaders.expbench import load_expbench_tasks
 from judge.models import Grade, Submission, Task

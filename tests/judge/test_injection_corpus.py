@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.grading.grader import Grader, PreparedGrade
+from judge.grading.grader import Grader
+from judge.grading.prepared import PreparedGrade
 from judge.judges.embedded import EmbeddedJudge
 from judge.judges.llm import LLMJudge
 from judge.loaders.native import load_submission_file, load_task_file

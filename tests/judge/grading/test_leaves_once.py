@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import judge.grading.grader as grader_module
-from judge.grading.grader import ContentHashes, GradeInput, Grader, PreparedGrade
+from judge.grading.grader import Grader
+from judge.grading.prepared import ContentHashes, GradeInput, PreparedGrade
 from judge.judges.embedded import EmbeddedJudge
 from judge.rubric_loader import expand_rubric, load_rubric
 from judge.submission.from_ground_truth import submission_from_ground_truth
