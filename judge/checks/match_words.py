@@ -9,9 +9,11 @@ A check this module does not know gets no such words ("").
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from judge.checks.claim_vs_diff.payload import ClaimFacts
 from judge.checks.requirement.payload import RequirementFacts, UnitMeta
@@ -20,9 +22,15 @@ from judge.submission.code_terms import stem
 from judge.submission.distinguishing import evidence_terms, name_terms, requirement_terms
 from judge.submission.view import requirement_text
 
+if TYPE_CHECKING:
+    from judge.reference.behaviour import Behaviour
+
 _SHOWN = 3
 _ITEM = 24  # characters of a call or value shown (a long string literal is cut)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{3,}")
+# Code texts whose behaviour is kept: a leaf's words are asked for by its reason and its rationale, and a
+# reference span or a unit is often the best of several leaves.
+_BEHAVIOURS_KEPT = 256
 
 
 def listed(items: Iterable[str], limit: int = _SHOWN) -> str:
@@ -47,14 +55,20 @@ def _best_code(evidence: LeafEvidence) -> AlignedSnippet | None:
     return next((s for s in evidence.snippets if isinstance(s.meta, UnitMeta) and s.meta.code), None)
 
 
-def _against_reference(evidence: LeafEvidence, code: AlignedSnippet) -> str:
+@functools.lru_cache(maxsize=_BEHAVIOURS_KEPT)
+def _read_behaviour(text: str, language: str) -> Behaviour:
+    """The behaviour of a code text, read once (shared: callers only read it)."""
     from judge.reference.behaviour import behaviour_of  # tree-sitter: loaded on use
 
+    return behaviour_of(text, language)
+
+
+def _against_reference(evidence: LeafEvidence, code: AlignedSnippet) -> str:
     span = evidence.reference
     if span is None:
         return ""
-    wanted = behaviour_of(span.text, _language(span.file))
-    have = behaviour_of(code.text, _language(code.location or ""))
+    wanted = _read_behaviour(span.text, _language(span.file))
+    have = _read_behaviour(code.text, _language(code.location or ""))
     parts = []
     shared, lacking = [], []
     for what, mine, theirs in (("calls", have.calls, wanted.calls), ("values", have.literals, wanted.literals)):
