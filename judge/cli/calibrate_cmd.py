@@ -16,7 +16,6 @@ from judge.cli.app import JUDGE_HELP, app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.errors import InputError
-from judge.store import with_store
 
 if TYPE_CHECKING:
     from calibration.agreement_models import AgreementReport, Estimate
@@ -235,6 +234,7 @@ def calibrate_store_labels(tenant: str, fingerprint: str, *, bootstrap: int, dat
     from calibration.store_labels import calibrate_stored
 
     with exit_on_input_error():
+        from judge.store import with_store  # SQLAlchemy: loaded on use
         outcome = asyncio.run(with_store(database_url, lambda store: calibrate_stored(
             store, tenant, fingerprint, n_resamples=bootstrap)))
     render_stored_calibration(outcome, tenant, fingerprint)
@@ -284,6 +284,7 @@ def calibrate_command(
     with exit_on_input_error():
         check_out_dir(out)
         rubric = rubric_for(labels, rubric)  # a JudgeEval folder is graded with judgeeval-v1 unless told otherwise
+        from judge.store import with_store  # SQLAlchemy: loaded on use
         outcome = asyncio.run(with_store(database_url, lambda store: calibrate(
             labels, judge, store, rubric_ref=rubric, samples=samples, api_base=api_base, limit=limit,
             language=language, n_resamples=bootstrap, progress=progress, out_dir=out)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,10 +15,12 @@ from judge.cli.app import JUDGE_HELP, app
 from judge.cli.display import longest_piece, shown, shown_folded, thresholds_words
 from judge.cli.errors import EXIT_INPUT, EXIT_JUDGE, exit_on_input_error
 from judge.errors import MalformedDiffError
-from judge.grading.grader import upstream_down
-from judge.grading.service import ServedGrade
+from judge.grading.scoring import upstream_down
 from judge.models import Grade, LeafResult, Rubric, Submission, Task
 from judge.settings import DEFAULT_RUBRIC
+
+if TYPE_CHECKING:
+    from judge.grading.service import ServedGrade
 
 _VERDICT_STYLE = {"pass": "green", "partial": "yellow", "fail": "red", "unscored": "magenta"}
 

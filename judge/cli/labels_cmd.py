@@ -12,7 +12,6 @@ import typer
 from judge.cli.app import app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
-from judge.store import with_store
 
 labels_app = typer.Typer(help="Human labels from the review pages (`expjudge serve`, /review).", no_args_is_help=True)
 app.add_typer(labels_app, name="labels")
@@ -33,6 +32,7 @@ def export(
     from calibration.store_labels import labels_jsonl, read_store_labels
 
     with exit_on_input_error():
+        from judge.store import with_store  # SQLAlchemy: loaded on use
         label_set = asyncio.run(with_store(database_url, lambda store: read_store_labels(store, tenant, fingerprint)))
     if out is None:
         sys.stdout.write(labels_jsonl(label_set))

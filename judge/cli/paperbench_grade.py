@@ -19,8 +19,8 @@ from rich.table import Table
 from judge.cli.display import shown
 from judge.cli.errors import EXIT_JUDGE
 from judge.errors import InputError
-from judge.grading.grader import upstream_down
 from judge.grading.paperbench import grade_paperbench
+from judge.grading.scoring import upstream_down
 from judge.grading.service import GradingService
 from judge.loaders.paperbench import PaperBenchRubric, SubmissionEvidence, load_paper, read_submission
 from judge.loaders.paperbench_tree import PaperBenchGrade

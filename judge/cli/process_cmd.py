@@ -8,7 +8,7 @@ folder literally named "compare" is reached as `process run compare` or `process
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -20,7 +20,6 @@ from judge.cli.app import app
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.errors import InputError
-from judge.process.code_embeddings import CodeEmbedder, EmbeddingConfig
 from judge.process.models import (
     PROCESS_METRIC_NAMES,
     Chunking,
@@ -31,6 +30,8 @@ from judge.process.models import (
     ProcessOptions,
 )
 
+if TYPE_CHECKING:
+    from judge.process.code_embeddings import CodeEmbedder
 
 class _DefaultRunGroup(TyperGroup):
     """A group that treats anything but a subcommand name (or --help) as arguments of `run`."""
@@ -129,6 +130,8 @@ def _embedder(model_path: Path | None, pooling: str, chunking: str, cache_dir: P
     chosen_chunking: Any = _choice(chunking, ("lines", "fixed"), "--chunking")
     pool: Pooling = chosen_pooling
     chunk: Chunking = chosen_chunking
+    from judge.process.code_embeddings import CodeEmbedder, EmbeddingConfig  # numpy, the encoder: on use
+
     return CodeEmbedder(EmbeddingConfig(model_path=model_path, pooling=pool, chunking=chunk, cache_dir=cache_dir))
 
 

@@ -33,7 +33,6 @@ from judge.cli.calibrate_cmd import (
 from judge.cli.display import shown
 from judge.cli.errors import exit_on_input_error
 from judge.errors import InputError, UnknownRubricError
-from judge.store import with_store
 
 if TYPE_CHECKING:
     from calibration.tuning import TuneOutcome, Variant
@@ -189,6 +188,7 @@ def tune_command(
 
     with exit_on_input_error():
         check_out_dir(out)
+        from judge.store import with_store  # SQLAlchemy: loaded on use
         outcome = asyncio.run(with_store(database_url, run))
         try:
             (out / "tune.json").write_text(json.dumps(tune_summary(outcome), indent=2, default=str), encoding="utf-8")

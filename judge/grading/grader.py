@@ -356,22 +356,3 @@ def grade(task: Task, submission: Submission, *, rubric: Rubric, judge: Judge, *
     """Synchronous `grade_async`, for scripts and the CLI."""
     return asyncio.run(grade_async(task, submission, rubric=rubric, judge=judge, **options))
 
-
-# Reason codes of leaves decided without asking the judge.
-_NOT_JUDGED = frozenset({"gate", "no_ground_truth", "no_submission_field", "not_applicable"})
-
-
-def upstream_down(grade: Grade) -> bool:
-    """True when nothing the grade's judge was asked came back: every such leaf is unscored with judge_error.
-
-    Leaves decided without the judge (gates, missing ground truth or submission fields) and leaves
-    a deterministic fallback decided (an LLM judge hands exit codes to the embedded checks) say
-    nothing about the upstream, so they are left out.
-    """
-    asked = [
-        leaf
-        for leaf in grade.leaves
-        if leaf.reason_code == "judge_error"
-        or (leaf.judge == grade.fingerprint.judge and leaf.reason_code not in _NOT_JUDGED)
-    ]
-    return bool(asked) and all(leaf.reason_code == "judge_error" for leaf in asked)

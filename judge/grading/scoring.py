@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judge.models import ExpBenchMetrics, LeafResult, Rubric, StageScore
+from judge.models import ExpBenchMetrics, Grade, LeafResult, Rubric, StageScore
 
 
 def stage_scores(rubric: Rubric, results: list[LeafResult]) -> list[StageScore]:
@@ -114,3 +114,23 @@ def no_overall_score_warning(rubric: Rubric, results: list[LeafResult], overall:
         reasons[code] = reasons.get(code, 0) + 1
     said = "; ".join(f"{n} because {_UNSCORED_BECAUSE.get(code, code)}" for code, n in reasons.items())
     return f"no overall score: no leaf of a weighted stage was scored ({said})"
+
+
+# Reason codes of leaves decided without asking the judge.
+_NOT_JUDGED = frozenset({"gate", "no_ground_truth", "no_submission_field", "not_applicable"})
+
+
+def upstream_down(grade: Grade) -> bool:
+    """True when nothing the grade's judge was asked came back: every such leaf is unscored with judge_error.
+
+    Leaves decided without the judge (gates, missing ground truth or submission fields) and leaves
+    a deterministic fallback decided (an LLM judge hands exit codes to the embedded checks) say
+    nothing about the upstream, so they are left out.
+    """
+    asked = [
+        leaf
+        for leaf in grade.leaves
+        if leaf.reason_code == "judge_error"
+        or (leaf.judge == grade.fingerprint.judge and leaf.reason_code not in _NOT_JUDGED)
+    ]
+    return bool(asked) and all(leaf.reason_code == "judge_error" for leaf in asked)

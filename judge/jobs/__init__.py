@@ -1,6 +1,6 @@
 """Jobs: one job function (`run_job`), run by an in-process pool or by Celery workers."""
 
-from judge.grading.grader import upstream_down
+from judge.grading.scoring import upstream_down
 from judge.jobs.dispatch import CeleryDispatcher, Dispatcher, InProcessPool, make_dispatcher
 from judge.jobs.payload import GradeItem, JobPayload, JudgeSelection
 from judge.jobs.runner import JobRun, run_claimed, run_job, runner_id

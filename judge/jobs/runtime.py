@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from judge import leaf_progress
 from judge.errors import InputError, JudgeConfigError
-from judge.grading.grader import upstream_down
+from judge.grading.scoring import upstream_down
 from judge.grading.service import GradingService, cache_hit_copy, cacheable
 from judge.jobs import metrics
 from judge.jobs.fair_slots import CURRENT_TENANT, UpstreamShare

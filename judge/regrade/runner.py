@@ -18,8 +18,8 @@ from typing import Any
 from pydantic_core import from_json
 
 from judge.errors import InputError, JudgeConfigError, MalformedDiffError
-from judge.grading.grader import upstream_down
 from judge.grading.prepared import ContentHashes, GradeInput, PreparedGrade
+from judge.grading.scoring import upstream_down
 from judge.grading.service import GradingService, ServedGrade, cache_hit_fields
 from judge.judges.base import Judge
 from judge.judges.llm import LLMJudge
