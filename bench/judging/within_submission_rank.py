@@ -29,6 +29,7 @@ from judge.settings import configure_offline_environment
 
 configure_offline_environment()
 
+from leaf_local_gold import p_implemented  # noqa: E402
 from location_variants import contrast_variants  # noqa: E402
 from reference_cases import all_cases, cases_to_grade, other_paper_case, with_progress  # noqa: E402
 from rich.console import Console  # noqa: E402
@@ -38,18 +39,12 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
-from judge.models import LeafResult, Submission  # noqa: E402
+from judge.models import Submission  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
 
 READINGS = ("judge", "txt_similarity", "txt_decoy_z", "txt_decoy_margin", "txt_margin", "txt_abstract_similarity",
             "txt_abstract_z", "txt_abstract_margin", "txt_abstract_cover", "txt_term_cover", "txt_term_cover_region",
             "txt_acting_share")
-
-
-def p_implemented(result: LeafResult) -> float:
-    """The leaf's probability of "implemented": its confidence for a pass, one minus it otherwise."""
-    confidence = result.confidence if result.confidence is not None else 0.5
-    return confidence if result.verdict == "pass" else 1.0 - confidence
 
 
 async def measure(grader: Grader, cases: list[object], everything: list[object], console: Console
