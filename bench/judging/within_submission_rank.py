@@ -8,10 +8,13 @@ requirement). Each is prepared and judged through the `Grader` (embedded judge, 
 submission, the AUC of each reading, kept leaves against removed ones; printed: the mean and median over
 submissions and in how many submissions it is above 0.5. "judge" is the leaf's probability of "implemented" (its
 confidence for a pass, one minus it otherwise, as leaf_local_gold.py's `half_removed_within_auc`); the others are
-features the requirement check stored for the leaf (judge/checks/requirement/features.py).
+features the requirement check stored for the leaf (judge/checks/requirement/features.py). "paired fit (train
+papers)" is a linear score fitted on the model's train papers (2 tasks each) to tell one requirement's features in
+own code from its features where its code was removed (`paired_fit`): a candidate for ranking within a submission,
+not a shipped decision (--no-paired-fit skips it).
 
 Reproduce:  .venv/bin/python bench/judging/within_submission_rank.py [--papers held-out|all|17388,...]
-            [--tasks-per-paper 1] [--rubric expbench-v2]
+            [--tasks-per-paper 1] [--rubric expbench-v2] [--no-paired-fit]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir())
 
@@ -29,14 +33,17 @@ from judge.settings import configure_offline_environment
 
 configure_offline_environment()
 
+import numpy as np  # noqa: E402
 from leaf_local_gold import p_implemented  # noqa: E402
 from location_variants import contrast_variants  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, other_paper_case, with_progress  # noqa: E402
+from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_progress  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
+from judge.checks.requirement.features import TEXT_FEATURES  # noqa: E402
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.models import Submission  # noqa: E402
@@ -45,32 +52,72 @@ from judge.rubric_loader import load_rubric  # noqa: E402
 READINGS = ("judge", "txt_similarity", "txt_decoy_z", "txt_decoy_margin", "txt_margin", "txt_abstract_similarity",
             "txt_abstract_z", "txt_abstract_margin", "txt_abstract_cover", "txt_term_cover", "txt_term_cover_region",
             "txt_acting_share")
+PAIRED = "paired fit (train papers)"
 
 
-async def measure(grader: Grader, cases: list[object], everything: list[object], console: Console
-                  ) -> dict[str, list[float]]:
+async def leaf_readings(grader: Grader, task: Any, diff: str) -> dict[int, tuple[dict[str, float], float]]:
+    """Per requirement leaf (by index) of `diff` graded against `task` without the reference: the features the
+    requirement check stored, and the judge's probability of "implemented"."""
+    prepared = await grader.prepare(task, Submission(submission_id="bench:within", task_id=task.task_id, diff=diff))
+    results = {r.leaf_id: r for r in (await grader.judge_prepared(prepared)).results}
+    out = {}
+    for evidence in prepared.evidence:
+        kind, _, index = evidence.leaf.id.partition(".")
+        if kind == "requirement" and index.isdigit():
+            out[int(index)] = (requirement_feature_vector(evidence), p_implemented(results[evidence.leaf.id]))
+    return out
+
+
+def _vector(features: dict[str, float]) -> np.ndarray:
+    return np.array([features.get(name, 0.0) for name in TEXT_FEATURES])
+
+
+async def paired_fit(grader: Grader, cases: list[Any], everything: list[Any], console: Console) -> np.ndarray:
+    """Weights over `TEXT_FEATURES` from paired contrasts of one requirement: its features in own code minus its
+    features where its code was removed (half-removed and drop-one variants), against the reverse; a logistic
+    regression without intercept (scikit-learn's default C), on features scaled by their spread. Within one
+    submission, whatever belongs to the requirement rather than to its code cancels in such pairs."""
+    rows: list[np.ndarray] = []
+    pairs: list[np.ndarray] = []
+    for case in with_progress(cases, console, "paired fit (train papers)"):
+        own = await leaf_readings(grader, case.task, case.diff)
+        removed = [v for v in contrast_variants(case, other_paper_case(case, everything)) if v.kind == "half_removed"]
+        removed += [v for v in variants(case, everything, restatements=False) if v.kind == "drop"]
+        rows += [_vector(features) for features, _ in own.values()]
+        for variant in removed:
+            graded = await leaf_readings(grader, case.task, variant.diff)
+            for index, expected in variant.expected.items():
+                if expected == "fail" and index in own and index in graded:
+                    pairs.append(_vector(own[index][0]) - _vector(graded[index][0]))
+    scale = np.vstack(rows).std(axis=0)
+    scale[scale == 0] = 1.0
+    x = np.vstack([np.vstack(pairs) / scale, -np.vstack(pairs) / scale])
+    y = np.array([1] * len(pairs) + [0] * len(pairs))
+    console.print(f"paired fit: {len(pairs)} pairs from {len(cases)} train tasks")
+    return LogisticRegression(fit_intercept=False, max_iter=5000).fit(x, y).coef_[0] / scale
+
+
+async def measure(grader: Grader, cases: list[Any], everything: list[Any], console: Console,
+                  paired: np.ndarray | None) -> dict[str, list[float]]:
     """Per reading, one AUC per half-removed submission that has both kept and removed leaves."""
     aucs: dict[str, list[float]] = defaultdict(list)
     for case in with_progress(cases, console, "grading"):
         foreign = other_paper_case(case, everything)
         for variant in (v for v in contrast_variants(case, foreign) if v.kind == "half_removed"):
-            task = case.task  # type: ignore[attr-defined]
-            prepared = await grader.prepare(task, Submission(submission_id="bench:half_removed",
-                                                             task_id=task.task_id, diff=variant.diff))
-            results = {r.leaf_id: r for r in (await grader.judge_prepared(prepared)).results}
+            graded = await leaf_readings(grader, case.task, variant.diff)
             rows: list[tuple[bool, dict[str, float]]] = []
-            for evidence in prepared.evidence:
-                kind, _, index = evidence.leaf.id.partition(".")
-                expected = variant.expected.get(int(index)) if kind == "requirement" and index.isdigit() else None
+            for index, (features, p_pass) in graded.items():
+                expected = variant.expected.get(index)
                 if expected is None:
                     continue
-                readings = requirement_feature_vector(evidence)
-                readings["judge"] = p_implemented(results[evidence.leaf.id])
+                readings = {**features, "judge": p_pass}
+                if paired is not None:
+                    readings[PAIRED] = float(paired @ _vector(features))
                 rows.append((expected == "pass", readings))
             labels = [kept for kept, _ in rows]
             if all(labels) or not any(labels):
                 continue
-            for name in READINGS:
+            for name in (*READINGS, *([PAIRED] if paired is not None else [])):
                 aucs[name].append(float(roc_auc_score(labels, [r.get(name, 0.0) for _, r in rows])))
     return aucs
 
@@ -80,6 +127,7 @@ def main() -> None:
     parser.add_argument("--papers", default="held-out", help="held-out (default), all, or comma-separated ids")
     parser.add_argument("--tasks-per-paper", type=int, default=1)
     parser.add_argument("--rubric", default="expbench-v2")
+    parser.add_argument("--no-paired-fit", action="store_true", help="skip the paired fit on the train papers")
     args = parser.parse_args()
     console = Console(width=max(Console().width, 110))
     everything = all_cases()
@@ -87,19 +135,26 @@ def main() -> None:
     console.print(f"papers graded: {', '.join(chosen)} ({len(cases)} tasks); the model's train papers: "
                   f"{', '.join(train)}")
     grader = Grader(load_rubric(args.rubric), EmbeddedJudge())
-    aucs = asyncio.run(measure(grader, cases, everything, console))
+    paired = None
+    if not args.no_paired_fit:
+        train_cases = cases_to_grade(everything, ",".join(train), 2)[2]
+        if set(chosen) & set(train):
+            console.print("[yellow]the papers graded are among the paired fit's: its figure is in-sample[/yellow]")
+        paired = asyncio.run(paired_fit(grader, train_cases, everything, console))
+    aucs = asyncio.run(measure(grader, cases, everything, console, paired))
     submissions = len(aucs["judge"])
     table = Table(title=f"kept over removed leaves within one half-removed submission, no reference "
                         f"({submissions} submissions; chance 0.5)")
     for column in ("reading", "mean AUC", "median AUC", "submissions above 0.5"):
         table.add_column(column)
-    for name in READINGS:
+    for name in (*READINGS, *([PAIRED] if paired is not None else [])):
         values = aucs[name]
         table.add_row(name, f"{statistics.fmean(values):.3f}", f"{statistics.median(values):.3f}",
                       f"{sum(v > 0.5 for v in values)} of {len(values)}")
     console.print(table)
     console.print("reproduce: .venv/bin/python bench/judging/within_submission_rank.py --papers "
-                  f"{args.papers} --tasks-per-paper {args.tasks_per_paper} --rubric {args.rubric}")
+                  f"{args.papers} --tasks-per-paper {args.tasks_per_paper} --rubric {args.rubric}"
+                  + (" --no-paired-fit" if args.no_paired_fit else ""))
 
 
 if __name__ == "__main__":
