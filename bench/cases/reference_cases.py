@@ -9,6 +9,7 @@ without it the task is graded as EXP-Bench ships it. Papers are split in two hal
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import sys
 from collections import defaultdict
@@ -131,6 +132,14 @@ def all_cases(papers: list[str] | None = None) -> list[GoldCase]:
     return load_cases(papers, None)
 
 
+def add_case_arguments(parser: argparse.ArgumentParser, *, tasks_per_paper: int = 2, rubric: bool = True) -> None:
+    """The options `cases_to_grade` reads (--papers, --tasks-per-paper) and, when `rubric`, --rubric."""
+    parser.add_argument("--papers", default="held-out", help="held-out (default), all, or comma-separated ids")
+    parser.add_argument("--tasks-per-paper", type=int, default=tasks_per_paper)
+    if rubric:
+        parser.add_argument("--rubric", default="expbench-v2")
+
+
 def cases_to_grade(everything: list[GoldCase], papers: str, tasks_per_paper: int
                    ) -> tuple[list[str], list[str], list[GoldCase]]:
     """(train papers, papers graded, cases graded): `papers` is "held-out", "all" or comma-separated ids; the
@@ -147,5 +156,6 @@ def cases_to_grade(everything: list[GoldCase], papers: str, tasks_per_paper: int
     return train, chosen, cases
 
 
-__all__ = ["GoldCase", "Span", "Variant", "all_cases", "cases_to_grade", "files_of", "other_paper", "other_paper_case",
-           "other_task", "split_papers", "variants", "with_progress", "with_reference"]
+__all__ = ["GoldCase", "Span", "Variant", "add_case_arguments", "all_cases", "cases_to_grade", "files_of",
+           "other_paper", "other_paper_case", "other_task", "split_papers", "variants", "with_progress",
+           "with_reference"]

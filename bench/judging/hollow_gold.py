@@ -37,7 +37,7 @@ from judge.settings import configure_offline_environment
 configure_offline_environment()
 
 from evidence_gold import GoldCase, Span, requirement_leaves  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, with_reference  # noqa: E402
+from reference_cases import add_case_arguments, all_cases, cases_to_grade, with_reference  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -187,8 +187,7 @@ async def scaffolds(coder: bool) -> dict[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--papers", default="held-out", help="held-out (default), all, or comma-separated ids")
-    parser.add_argument("--tasks-per-paper", type=int, default=2)
+    add_case_arguments(parser, rubric=False)
     parser.add_argument("--no-coder", action="store_true", help="skip embedded+coder on the scaffold runs")
     parser.add_argument("--no-gold", action="store_true", help="only the scaffold runs")
     parser.add_argument("--json", type=Path, default=None)

@@ -49,7 +49,15 @@ configure_offline_environment()
 
 from evidence_gold import requirement_leaves  # noqa: E402
 from location_variants import contrast_variants, emptied_helpers, foreign_at_cited, location_variants  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_progress, with_reference  # noqa: E402
+from reference_cases import (  # noqa: E402
+    add_case_arguments,
+    all_cases,
+    cases_to_grade,
+    other_paper_case,
+    variants,
+    with_progress,
+    with_reference,
+)
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -174,9 +182,7 @@ def run_tree(tree: Path, argv: list[str], console: Console) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--papers", default="held-out", help="held-out (default), all, or comma-separated ids")
-    parser.add_argument("--tasks-per-paper", type=int, default=2)
-    parser.add_argument("--rubric", default="expbench-v2")
+    add_case_arguments(parser)
     parser.add_argument("--tree", type=Path, default=None, help="another checkout to measure first (e.g. ../main)")
     parser.add_argument("--before", type=Path, default=None, help="a --json of an earlier run to print beside")
     parser.add_argument("--json", type=Path, default=None)

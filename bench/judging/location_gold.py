@@ -38,7 +38,15 @@ configure_offline_environment()
 
 from evidence_gold import requirement_leaves  # noqa: E402
 from location_variants import foreign_at_cited, moved, touched_by, value_changes  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_progress, with_reference  # noqa: E402
+from reference_cases import (  # noqa: E402
+    add_case_arguments,
+    all_cases,
+    cases_to_grade,
+    other_paper_case,
+    variants,
+    with_progress,
+    with_reference,
+)
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -122,9 +130,7 @@ async def measure(grader: Grader, cases: list[Any], everything: list[Any], conso
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--papers", default="held-out", help="held-out (default), all, or comma-separated ids")
-    parser.add_argument("--tasks-per-paper", type=int, default=2)
-    parser.add_argument("--rubric", default="expbench-v2")
+    add_case_arguments(parser)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     console = Console()

@@ -36,7 +36,7 @@ configure_offline_environment()
 import numpy as np  # noqa: E402
 from leaf_local_gold import p_implemented  # noqa: E402
 from location_variants import contrast_variants  # noqa: E402
-from reference_cases import all_cases, cases_to_grade, other_paper_case, variants, with_progress  # noqa: E402
+from reference_cases import add_case_arguments, all_cases, cases_to_grade, other_paper_case, variants, with_progress  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
@@ -124,9 +124,7 @@ async def measure(grader: Grader, cases: list[Any], everything: list[Any], conso
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--papers", default="held-out", help="held-out (default), all, or comma-separated ids")
-    parser.add_argument("--tasks-per-paper", type=int, default=1)
-    parser.add_argument("--rubric", default="expbench-v2")
+    add_case_arguments(parser, tasks_per_paper=1)
     parser.add_argument("--no-paired-fit", action="store_true", help="skip the paired fit on the train papers")
     args = parser.parse_args()
     console = Console(width=max(Console().width, 110))

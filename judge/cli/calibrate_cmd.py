@@ -232,9 +232,9 @@ def render_stored_calibration(outcome: StoredCalibration, tenant: str, fingerpri
 def calibrate_store_labels(tenant: str, fingerprint: str, *, bootstrap: int, database_url: str | None) -> None:
     """Measure the verdicts stored under a fingerprint against the tenant's stored labels; store and print it."""
     from calibration.store_labels import calibrate_stored
+    from judge.store import with_store  # SQLAlchemy: loaded on use
 
     with exit_on_input_error():
-        from judge.store import with_store  # SQLAlchemy: loaded on use
         outcome = asyncio.run(with_store(database_url, lambda store: calibrate_stored(
             store, tenant, fingerprint, n_resamples=bootstrap)))
     render_stored_calibration(outcome, tenant, fingerprint)
@@ -261,6 +261,7 @@ def calibrate_command(
     that fingerprint against the labels reviewers gave on the review pages."""
     from calibration.calibrate_run import calibrate
     from calibration.judgeeval import rubric_for
+    from judge.store import with_store  # SQLAlchemy: loaded on use
 
     with exit_on_input_error():
         stored = tenant is not None or fingerprint is not None
@@ -284,7 +285,6 @@ def calibrate_command(
     with exit_on_input_error():
         check_out_dir(out)
         rubric = rubric_for(labels, rubric)  # a JudgeEval folder is graded with judgeeval-v1 unless told otherwise
-        from judge.store import with_store  # SQLAlchemy: loaded on use
         outcome = asyncio.run(with_store(database_url, lambda store: calibrate(
             labels, judge, store, rubric_ref=rubric, samples=samples, api_base=api_base, limit=limit,
             language=language, n_resamples=bootstrap, progress=progress, out_dir=out)))

@@ -30,9 +30,9 @@ def export(
     """Write the tenant's current labels as labels JSONL (docs/labels-format.md), newest label per unit."""
     from calibration.labels import write_labels
     from calibration.store_labels import labels_jsonl, read_store_labels
+    from judge.store import with_store  # SQLAlchemy: loaded on use
 
     with exit_on_input_error():
-        from judge.store import with_store  # SQLAlchemy: loaded on use
         label_set = asyncio.run(with_store(database_url, lambda store: read_store_labels(store, tenant, fingerprint)))
     if out is None:
         sys.stdout.write(labels_jsonl(label_set))

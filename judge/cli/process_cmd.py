@@ -33,6 +33,7 @@ from judge.process.models import (
 if TYPE_CHECKING:
     from judge.process.code_embeddings import CodeEmbedder
 
+
 class _DefaultRunGroup(TyperGroup):
     """A group that treats anything but a subcommand name (or --help) as arguments of `run`."""
 

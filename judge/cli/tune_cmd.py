@@ -172,6 +172,7 @@ def tune_command(
     from calibration.tuning import tune
     from judge.rubric_loader import load_rubric
     from judge.settings import get_settings
+    from judge.store import with_store  # SQLAlchemy: loaded on use
 
     async def run(store: Store) -> TuneOutcome:
         base = load_rubric(rubric)
@@ -188,7 +189,6 @@ def tune_command(
 
     with exit_on_input_error():
         check_out_dir(out)
-        from judge.store import with_store  # SQLAlchemy: loaded on use
         outcome = asyncio.run(with_store(database_url, run))
         try:
             (out / "tune.json").write_text(json.dumps(tune_summary(outcome), indent=2, default=str), encoding="utf-8")

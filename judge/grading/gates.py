@@ -9,7 +9,7 @@ from judge.models.evidence import LeafEvidence
 from judge.submission.view import SubmissionView
 
 # Which stage each gate decides (what triggers it: `_triggered`).
-GATE_STAGES: dict[str, str] = {
+_GATE_STAGES: dict[str, str] = {
     "empty_diff_fails_implementation": "implementation",
     "inert_diff_fails_implementation": "implementation",
     "missing_design_fails_design": "design",
@@ -60,7 +60,7 @@ def decide_gates(rubric: Rubric, leaves: list[Leaf], view: SubmissionView) -> di
     gates = {g.name: g for s in rubric.stages for g in s.gates}
     stages = {leaf.stage for leaf in leaves}
     fired: dict[str, str] = {}  # stage -> reason of its first gate that fires, worked out once per grade
-    for name, stage in GATE_STAGES.items():
+    for name, stage in _GATE_STAGES.items():
         if name in gates and stage in stages and stage not in fired and _triggered(view, name, stage):
             fired[stage] = gates[name].reason
     for leaf in leaves:
