@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -50,6 +49,7 @@ from judge.settings import configure_offline_environment
 configure_offline_environment()
 
 import numpy as np  # noqa: E402
+import paired_contrasts  # noqa: E402
 from code_renaming import renamed, renamed_after  # noqa: E402
 from evidence_gold import parse_added_diff  # noqa: E402
 from location_variants import contrast_variants, location_variants  # noqa: E402
@@ -66,6 +66,7 @@ from reference_cases import (  # noqa: E402
 )
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
+from rubric_writers import CODER, JUDGEEVAL, TARGET, current_reference_model, write_coder, write_judgeeval, write_rubric  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import cross_val_predict  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
@@ -81,19 +82,15 @@ from judge.judges.embedded import EmbeddedJudge  # noqa: E402
 from judge.models import Submission  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "rubrics" / "expbench-v1.yaml"
-TARGET = ROOT / "rubrics" / "expbench-v2.yaml"
 TEXT_PASS_RECALL = 0.9
-# (features, label, group: the task, the variant kind it came from)
-Row = tuple[dict[str, float], str, str, str]
-_ARGS_LINE = re.compile(r"^(\s*)args: \{pass_threshold: [^\n]*top_k: 3\}$", re.M)
+# (features, label, group: the task, the variant kind it came from, the leaf's requirement index; -1 unknown)
+Row = tuple[dict[str, float], str, str, str, int]
 
 
-async def collect(cases: list[Any], grader: Grader, console: Console,
-                  everything: list[Any]) -> dict[str, list[Row]]:
-    """(features, label, group, variant kind) of every labelled leaf with an acting candidate, per mode
-    (`everything`: all cases, where another task of the same paper is found)."""
+async def collect(cases: list[Any], grader: Grader, console: Console, everything: list[Any],
+                  modes: tuple[str, ...] = ("text", "reference")) -> dict[str, list[Row]]:
+    """(features, label, group, variant kind, leaf index) of every labelled leaf with an acting candidate, per
+    mode in `modes` (`everything`: all cases, where another task of the same paper is found)."""
     rows: dict[str, list[Row]] = {"text": [], "reference": []}
     for case in with_progress(cases, console, "features"):
         foreign = other_paper(case, cases)
@@ -108,6 +105,8 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
         for variant in [*variants(case, everything, restatements=False), *([foreign] if foreign else []),
                         *located, *contrasts]:
             for mode, task in (("text", case.task), ("reference", with_reference(case.task, case.diff))):
+                if mode not in modes:
+                    continue
                 submission = Submission(submission_id=f"train:{variant.kind}", task_id=task.task_id,
                                         diff=variant.diff)
                 prepared = await grader.prepare(task, submission)
@@ -120,7 +119,7 @@ async def collect(cases: list[Any], grader: Grader, console: Console,
                                                 for s in evidence.snippets):
                         continue
                     rows[mode].append((requirement_feature_vector(evidence), label, case.task.task_id,
-                                       variant.kind))
+                                       variant.kind, int(index)))
     return rows
 
 
@@ -147,8 +146,9 @@ async def collect_paperbench(grader: Grader, console: Console, max_leaves: int, 
                 if evidence.leaf.stage != "implementation" or not any(
                         isinstance(s.meta, UnitMeta) and s.meta.code for s in evidence.snippets):
                     continue
+                index = evidence.leaf.id.rsplit(".", 1)[-1]
                 rows.append((requirement_feature_vector(evidence), label.split("_")[0], task.task_id,
-                             f"paperbench_{label}"))
+                             f"paperbench_{label}", int(index) if index.isdigit() else -1))
             console.print(f"  paperbench {paper} ({label}): {time.perf_counter() - started:.0f} s")
     return rows
 
@@ -220,7 +220,7 @@ def fit_task_floors(rows: list[Row], console: Console) -> dict[str, float]:
     that `GATE_KEEPS` of the train papers' own-code submissions reach; printed with the share of another paper's
     submissions each floor stops."""
     submissions: dict[tuple[str, str, float, float], None] = {}
-    for features, _, task, kind in rows:
+    for features, _, task, kind, _ in rows:
         submissions[(task, kind, round(features["txt_task_z"], 6), round(features["txt_task_abstract_z"], 6))] = None
     floors = {}
     for position, (name, arg) in enumerate((("txt_task_z", "task_floor"),
@@ -240,85 +240,6 @@ def gated(features: dict[str, float], floors: dict[str, float]) -> bool:
         features["txt_task_abstract_z"] < floors["task_abstract_floor"]
 
 
-def current_reference_model(path: Path) -> dict[str, Any]:
-    """The requirement check's `reference_model` a written rubric holds now."""
-    match = _CODER_ARGS.search(path.read_text(encoding="utf-8"))
-    if match is None:
-        raise SystemExit(f"no requirement check args line in {path}")
-    model: dict[str, Any] = json.loads(match.group(2))["reference_model"]
-    return model
-
-
-def write_rubric(text_model: dict[str, Any], reference_model: dict[str, Any], floors: dict[str, float],
-                 target: Path = TARGET) -> None:
-    """expbench-v2: expbench-v1 with both models in the requirement check's arguments, written to `target`."""
-    source = SOURCE.read_text(encoding="utf-8")
-    match = _ARGS_LINE.search(source)
-    if match is None:
-        raise SystemExit("the requirement check's args line of expbench-v1.yaml changed: update _ARGS_LINE")
-    args = {"pass_threshold": 0.5, "partial_threshold": 0.38, "explain_away_margin": 0.12, "file_bonus": 0.08,
-            "top_k": 3, "reference_distinct_required": True, **floors, "text_model": text_model,
-            "reference_model": reference_model}
-    body = source[: match.start()] + f"{match.group(1)}args: {json.dumps(args)}" + source[match.end():]
-    body = body.replace("# expbench-v1:", "# expbench-v2 (expbench-v1 with the requirement check's learned "
-                        "decisions; written by training/train_requirement_model.py, do not edit by hand):", 1)
-    body = re.sub(r"(?m)^id: expbench-v1$", "id: expbench-v2", body, count=1)
-    body = re.sub(r'(?m)^version: "[^"]*"$', f'version: "{VERSIONS["expbench-v2"]}"', body, count=1)
-    target.write_text(body, encoding="utf-8")
-
-
-JUDGEEVAL = ROOT / "rubrics" / "judgeeval-v1.yaml"
-_JUDGEEVAL_ARGS = re.compile(r"(?m)^(\s*)args: \{pass_threshold: 0\.5, partial_threshold: 0\.5,[^\n]*\}$|"
-                             r'^(\s*)args: \{"pass_threshold": 0\.5, "partial_threshold": 0\.5,[^\n]*\}$')
-
-
-def write_judgeeval(text_model: dict[str, Any], floors: dict[str, float], target: Path = JUDGEEVAL) -> None:
-    """judgeeval-v1 with the same text model on its Code Development leaf (the first requirement check), so a
-    PaperBench rubric is decided by the decision trained on both rubric styles, not by one cosine threshold."""
-    source = target.read_text(encoding="utf-8")
-    match = _JUDGEEVAL_ARGS.search(source)
-    if match is None:
-        raise SystemExit("the Code Development args line of judgeeval-v1.yaml changed: update _JUDGEEVAL_ARGS")
-    indent = match.group(1) if match.group(1) is not None else match.group(2)
-    args = {"pass_threshold": 0.5, "partial_threshold": 0.5, "explain_away_margin": 0.12, "file_bonus": 0.08,
-            "top_k": 3, **floors, "text_model": text_model}
-    body = source[: match.start()] + f"{indent}args: {json.dumps(args)}" + source[match.end():]
-    body = re.sub(r'(?m)^version: "[^"]*"$', f'version: "{VERSIONS["judgeeval-v1"]}"', body, count=1)
-    target.write_text(body, encoding="utf-8")
-
-
-CODER = ROOT / "rubrics" / "expbench-v2-coder.yaml"
-# The versions the rubrics written here get (a new model or a new rule is a new rubric version; issue 40's fifth
-# round: with a reference, a leaf whose lines' own calls, values and lines are nowhere in the submission fails).
-VERSIONS = {"expbench-v2": "2.5.0", "judgeeval-v1": "1.3.0", "expbench-v2-coder": "2.4.0"}
-_CODER_ARGS = re.compile(r'(?m)^(\s*)args: (\{"pass_threshold": 0\.5, "partial_threshold": 0\.38,[^\n]*\})$')
-
-
-def write_coder(text_model: dict[str, Any], reference_model: dict[str, Any], floors: dict[str, float],
-                target: Path = CODER) -> None:
-    """expbench-v2-coder with expbench-v2's new text and reference models and task gate. Its `coder_text_model`
-    (text features and the code reader's answer, trained by bench/judging/coder_compare.py with the reader
-    running) reads
-    none of the features that changed, so it is carried over as it was, and its `trained_on` says so."""
-    source = target.read_text(encoding="utf-8")
-    match = _CODER_ARGS.search(source)
-    if match is None:
-        raise SystemExit("the requirement check's args line of expbench-v2-coder.yaml changed: update _CODER_ARGS")
-    args = json.loads(match.group(2))
-    args.update(floors)
-    args["reference_distinct_required"] = True
-    args["text_model"], args["reference_model"] = text_model, reference_model
-    coder = args.get("coder_text_model")
-    if coder is not None:
-        coder["trained_on"]["carried_over_issue_40"] = (
-            "not retrained: it reads none of the features issue 40 changed (txt_task_z left the text model; the "
-            "abstracted features are new); text_model and reference_model are expbench-v2's, written by "
-            "training/train_requirement_model.py")
-    body = source[: match.start()] + f"{match.group(1)}args: {json.dumps(args)}" + source[match.end():]
-    body = re.sub(r'(?m)^version: "[^"]*"$', f'version: "{VERSIONS["expbench-v2-coder"]}"', body, count=1)
-    target.write_text(body, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks-per-paper", type=int, default=None)
@@ -335,6 +256,13 @@ def main() -> None:
     parser.add_argument("--keep-reference-model", action="store_true",
                         help="write the rubrics' current reference_model back instead of the one trained here (the "
                              "trained one is still fitted and printed)")
+    parser.add_argument("--pair-weight", default=None,
+                        help="fit the text model on pooled leaves and on paired contrasts inside one submission "
+                             "(training/paired_contrasts.py) with this weight of the pairs, or 'cv': the weight chosen "
+                             "by leaving one train paper out at a time")
+    parser.add_argument("--text-only", action="store_true",
+                        help="collect and fit the text model only (with --keep-reference-model: the reference model "
+                             "is read from the rubric)")
     parser.add_argument("--c", type=float, default=None,
                         help="a fixed regularisation strength instead of the cross-validated choice from C_GRID (a "
                              "smoother model where the choice among near-equal scores picks a large C)")
@@ -343,6 +271,8 @@ def main() -> None:
                              "into --features, and stop (run the N shards at once, then train on all N files)")
     args = parser.parse_args()
     console = Console()
+    if args.text_only and not args.keep_reference_model:
+        parser.error("--text-only fits no reference model: add --keep-reference-model")
     command = ".venv/bin/python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
     if args.c is not None:
         decision_model.C_GRID = (args.c,)
@@ -366,13 +296,14 @@ def main() -> None:
             stored = json.loads(path.read_text(encoding="utf-8"))
             collected_by += [str(stored.pop("command"))] if "command" in stored else []
             for mode, items in stored.items():
-                rows[mode] += [(dict(item[0]), str(item[1]), str(item[2]), str(item[3]) if len(item) > 3 else "?")
-                               for item in items]
+                rows[mode] += [(dict(item[0]), str(item[1]), str(item[2]), str(item[3]) if len(item) > 3 else "?",
+                                int(item[4]) if len(item) > 4 else -1) for item in items]
         console.print(f"features read from {', '.join(map(str, args.features))}")
     else:
         grader = Grader(load_rubric("expbench-v1"), EmbeddedJudge())
         started = time.perf_counter()
-        rows = asyncio.run(collect(chosen, grader, console, cases))
+        modes = ("text",) if args.text_only else ("text", "reference")
+        rows = asyncio.run(collect(chosen, grader, console, cases, modes))
         if args.paperbench_leaves:
             rows["text"] += asyncio.run(collect_paperbench(grader, console, args.paperbench_leaves, shard))
         console.print(f"features of {len(chosen)} tasks in {time.perf_counter() - started:.0f} s")
@@ -397,6 +328,8 @@ def main() -> None:
     console.print(f"text: {sum(gated(row[0], floors) for row in rows['text'])} of {len(rows['text'])} rows gated")
     models = {}
     for mode, names in (("text", LEAF_TEXT_FEATURES), ("reference", (*REFERENCE_FEATURES, *LEAF_TEXT_FEATURES))):
+        if not rows[mode]:
+            continue
         labels = [row[1] for row in rows[mode]]
         # Without a reference only the text tells sibling code apart: the grade errs towards passing code
         # that acts (the gate, not the model, is what keeps every restatement from passing).
@@ -407,6 +340,9 @@ def main() -> None:
         print_cv_by_kind(console, rows[mode], trained.cv_predictions)
         model = trained.model.model_copy(update={"trained_on": {
             **trained.model.trained_on, "command": command, "features_collected_by": collected_by}})
+        if mode == "text" and args.pair_weight is not None:
+            model = paired_contrasts.paired_text_model(rows[mode], LEAF_TEXT_FEATURES, trained.c, args.pair_weight,
+                                                       TEXT_PASS_RECALL, model.trained_on, console)
         models[mode] = model.model_dump(mode="json")
     if args.keep_reference_model:
         models["reference"] = current_reference_model(args.out if args.out.exists() else TARGET)
