@@ -17,7 +17,7 @@ answers by status (with how many 429s carried Retry-After) and the load average 
 (the machine may be shared: a ratio measured under a load that moved is worth a rerun). Also the answer bytes
 per leaf of a slow grade, the figure `judge.grading.request_cost.LEAF_ANSWER_BYTES` estimates.
 
-    PYTHONPATH=$PWD python bench/service/bad_neighbour.py [--keys 3] [--seconds 40] [--bad-leaves 800]
+    PYTHONPATH=$PWD python bench/service/bad_neighbour.py [--keys 3] [--seconds 120] [--bad-leaves 800]
         [--stores sqlite,postgres,celery] [--workers 1] [--logs DIR]
 """
 
@@ -70,6 +70,10 @@ def large_request(extra: int) -> dict[str, Any]:
     requirements = [*EXAMPLE["task"]["requirements"],
                     *(f"Compute the divergence of collective variable {n} for {marker}" for n in range(extra))]
     return {**request, "task": {**EXAMPLE["task"], "requirements": requirements}}
+
+
+# Grades of one key in one phase below which its p99 is not estimated but one of its two slowest grades.
+P99_GRADES = 100
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -281,6 +285,10 @@ def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path, broke
           f"{percentile(every_beside, 99):>24.3f}{all_ratio:>7.2f}")
     print(f"target: normal keys' p99 beside the neighbour <= 2x alone: {'MET' if ok else 'NOT MET'} "
           f"(every key); lost normal requests: {lost}")
+    fewest = min(len(t.seconds) for t in (*alone.values(), *beside.values()))
+    if fewest < P99_GRADES:
+        print(f"[too few grades for a p99: a key made {fewest} in a phase, under {P99_GRADES}; its p99 is one of its "
+              f"slowest two grades. Run longer phases (--seconds) before reading the ratio.]")
     print(f"bad key: {dict(bad_tally.statuses)}; 429s with Retry-After: {bad_tally.retry_after}/"
           f"{bad_tally.statuses['429']}; lost: {bad_tally.lost}")
     if leaf_bytes:
@@ -291,7 +299,9 @@ def bench_store(name: str, url: str, args: argparse.Namespace, logs: Path, broke
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", type=int, default=3, help="normal keys")
-    parser.add_argument("--seconds", type=float, default=40.0, help="length of each phase")
+    parser.add_argument("--seconds", type=float, default=120.0,
+                        help="length of each phase: long enough for a normal key to make well over 100 grades in "
+                             "each (of fewer, a p99 is the slowest or second-slowest grade)")
     parser.add_argument("--bad-leaves", type=int, default=800, help="requirements of the bad key's slow grades")
     parser.add_argument("--bad-threads", type=int, default=12, help="the bad key's requests at once")
     parser.add_argument("--stores", default="sqlite,postgres,celery",
