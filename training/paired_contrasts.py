@@ -198,6 +198,10 @@ def paired_text_model(rows: Sequence[Row], names: Sequence[str], c: float, pair_
         console.print(f"pair weight chosen on the train papers: {weight}")
     else:
         weight = float(pair_weight)
-    model = fit_text_model(rows, names, weight, c, pass_recall, {**provenance, "pair_weight_chosen_by": pair_weight})
+    # What the data and commands were; the pooled fit's own figures (its folds, objective, operating point) are not
+    # this model's.
+    kept = {key: provenance[key] for key in ("train_papers", "source", "script", "command", "features_collected_by")
+            if key in provenance}
+    model = fit_text_model(rows, names, weight, c, pass_recall, {**kept, "pair_weight_chosen_by": pair_weight})
     console.print(f"text model (pooled + paired, weight {weight}): {model.trained_on}")
     return model
