@@ -82,33 +82,37 @@ def joint_fit(x: FloatArray, y: npt.NDArray[np.int64], kept: FloatArray, removed
     return coef[:-1], float(coef[-1] * CONSTANT), mean, scale
 
 
-def platt(scores: FloatArray, y: npt.NDArray[np.int64]) -> SigmoidMap:
-    """The sigmoid map p(pass) = 1 / (1 + exp(a * score + b)) fitted on out-of-fold scores."""
+def labelled_matrix(rows: Sequence[Row], names: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.int64]]:
+    """The rows' features in `names` order, and their labels (1: pass)."""
+    x = np.array([[row[0][n] for n in names] for row in rows], dtype=np.float64).reshape(-1, len(names))
+    return x, np.array([row[1] == "pass" for row in rows], dtype=np.int64)
+
+
+def operating_point(scores: FloatArray, y: npt.NDArray[np.int64],
+                    pass_recall: float) -> tuple[SigmoidMap, FloatArray, float]:
+    """On out-of-fold scores: the sigmoid map p(pass) = 1 / (1 + exp(a * score + b)), each row's p(pass), and the
+    p(pass) at which `pass_recall` of the labelled passes pass."""
     fitted = LogisticRegression(C=1e6, max_iter=5000).fit(scores.reshape(-1, 1), y)
-    return SigmoidMap(a=-float(fitted.coef_[0][0]), b=-float(fitted.intercept_[0]))
+    sigmoid = SigmoidMap(a=-float(fitted.coef_[0][0]), b=-float(fitted.intercept_[0]))
+    p_pass = 1.0 / (1.0 + np.exp(sigmoid.a * scores + sigmoid.b))
+    positives = np.sort(p_pass[y == 1])
+    return sigmoid, p_pass, float(positives[int((1.0 - pass_recall) * len(positives))])
 
 
 def out_of_fold_scores(rows: Sequence[Row], names: Sequence[str], pair_weight: float, c: float) -> FloatArray:
     """Every row's raw score from the joint fit on the other train papers (one paper left out at a time)."""
-    x = np.array([[row[0][n] for n in names] for row in rows], dtype=np.float64)
-    y = np.array([row[1] == "pass" for row in rows], dtype=np.int64)
+    x, y = labelled_matrix(rows, names)
     papers = np.array([paper_of(row[2]) for row in rows])
     kept, removed, pair_tasks = contrast_pairs(rows, names)
     pair_papers = np.array([paper_of(t) for t in pair_tasks])
     scores = np.zeros(len(rows))
     for paper in sorted(set(papers.tolist())):
         train = papers != paper
-        train_pairs = pair_papers != paper if len(pair_papers) else np.zeros(0, dtype=bool)
+        train_pairs = pair_papers != paper
         coef, intercept, mean, scale = joint_fit(x[train], y[train], kept[train_pairs], removed[train_pairs],
                                                  pair_weight, c)
         scores[~train] = ((x[~train] - mean) / scale) @ coef + intercept
     return scores
-
-
-def operating_threshold(p_pass: FloatArray, y: npt.NDArray[np.int64], pass_recall: float) -> float:
-    """The probability of pass at which `pass_recall` of the labelled passes pass."""
-    positives = np.sort(p_pass[y == 1])
-    return float(positives[int((1.0 - pass_recall) * len(positives))])
 
 
 def within_submission_auc(rows: Sequence[Row], scores: FloatArray) -> list[float]:
@@ -128,11 +132,9 @@ def within_submission_auc(rows: Sequence[Row], scores: FloatArray) -> list[float
 
 def evaluate(rows: Sequence[Row], scores: FloatArray, pass_recall: float) -> dict[str, Any]:
     """Out-of-fold figures of one candidate: within-submission AUC, pooled AUC and macro-F1 at the operating
-    point, and the share passed by variant kind and label."""
+    point, the share passed by variant kind and label, and the operating point itself (`sigmoid`, `threshold`)."""
     y = np.array([row[1] == "pass" for row in rows], dtype=np.int64)
-    sigmoid = platt(scores, y)
-    p_pass = 1.0 / (1.0 + np.exp(sigmoid.a * scores + sigmoid.b))
-    threshold = operating_threshold(p_pass, y, pass_recall)
+    sigmoid, p_pass, threshold = operating_point(scores, y, pass_recall)
     passed = p_pass >= threshold
     shares: dict[str, list[bool]] = {}
     for row, verdict in zip(rows, passed, strict=True):
@@ -141,7 +143,8 @@ def evaluate(rows: Sequence[Row], scores: FloatArray, pass_recall: float) -> dic
     return {"within_auc": float(np.mean(within)) if within else float("nan"), "within_n": len(within),
             "pooled_auc": float(roc_auc_score(y, scores)),
             "macro_f1": float(f1_score(y, passed.astype(np.int64), average="macro")),
-            "passed": {key: float(np.mean(found)) for key, found in sorted(shares.items())}}
+            "passed": {key: float(np.mean(found)) for key, found in sorted(shares.items())},
+            "fail_passed": float(np.mean(passed[y == 0])), "sigmoid": sigmoid, "threshold": threshold}
 
 
 def compare_pair_weights(rows: Sequence[Row], names: Sequence[str], c: float, pass_recall: float,
@@ -162,21 +165,17 @@ def fit_text_model(rows: Sequence[Row], names: Sequence[str], pair_weight: float
                    provenance: dict[str, Any]) -> LearnedModel:
     """The exported text model: the joint fit on every train row, its Platt map and operating point from the
     out-of-fold scores (one paper left out at a time)."""
-    x = np.array([[row[0][n] for n in names] for row in rows], dtype=np.float64)
-    y = np.array([row[1] == "pass" for row in rows], dtype=np.int64)
+    x, y = labelled_matrix(rows, names)
     kept, removed, _ = contrast_pairs(rows, names)
     coef, intercept, mean, scale = joint_fit(x, y, kept, removed, pair_weight, c)
-    scores = out_of_fold_scores(rows, names, pair_weight, c)
-    sigmoid = platt(scores, y)
-    p_pass = 1.0 / (1.0 + np.exp(sigmoid.a * scores + sigmoid.b))
-    threshold = operating_threshold(p_pass, y, pass_recall)
-    figures = evaluate(rows, scores, pass_recall)
+    figures = evaluate(rows, out_of_fold_scores(rows, names, pair_weight, c), pass_recall)
+    sigmoid, threshold = figures["sigmoid"], figures["threshold"]
     info = {**provenance, "items": len(rows), "pairs": len(kept), "pair_weight": pair_weight, "C": c,
             "folds": "one train paper left out at a time", "objective": "pooled + paired logistic (issue 40)",
             "cv_macro_f1": round(figures["macro_f1"], 4), "cv_within_submission_auc": round(figures["within_auc"], 4),
             "operating_point": f"pass recall {pass_recall} on out-of-fold train predictions",
             "threshold_p_pass": round(threshold, 4),
-            "cv_fail_passed": round(float(np.mean(p_pass[y == 0] >= threshold)), 4)}
+            "cv_fail_passed": round(figures["fail_passed"], 4)}
     return LearnedModel(feature_names=list(names), classes=["fail", "pass"], mean=[float(v) for v in mean],
                         scale=[float(v) for v in scale], coef=[[float(v) for v in coef]], intercept=[intercept],
                         calibration=[sigmoid], decision_weights=[threshold / max(1e-6, 1.0 - threshold), 1.0],

@@ -24,7 +24,7 @@ from reference_variants import RESTATEMENTS, added_diff, rewrite
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from judge.models import Task
+from judge.models import LeafResult, Task
 
 DROPS_PER_TASK = 3
 
@@ -159,3 +159,14 @@ def cases_to_grade(everything: list[GoldCase], papers: str, tasks_per_paper: int
 __all__ = ["GoldCase", "Span", "Variant", "add_case_arguments", "all_cases", "cases_to_grade", "files_of",
            "other_paper", "other_paper_case", "other_task", "split_papers", "variants", "with_progress",
            "with_reference"]
+
+
+def p_implemented(leaf: LeafResult) -> float:
+    """The leaf's probability of "implemented", for ranking leaves: its confidence for a pass, one minus it for a
+    fail (or an unscored leaf), and 0.5 for a partial: a partial says part of the requirement is there, so it ranks
+    above every fail and below every pass (a fail's and a pass's confidence are at least 0.5), whatever its
+    confidence in being partial."""
+    confidence = leaf.confidence if leaf.confidence is not None else 0.5
+    if leaf.verdict == "partial":
+        return 0.5
+    return confidence if leaf.verdict == "pass" else 1.0 - confidence

@@ -54,6 +54,7 @@ from reference_cases import (  # noqa: E402
     all_cases,
     cases_to_grade,
     other_paper_case,
+    p_implemented,
     variants,
     with_progress,
     with_reference,
@@ -110,12 +111,6 @@ TARGETS: dict[str, tuple[str, Any]] = {
 _FIGURES = {"renamed": "renamed_pass", "foreign_renamed": "foreign_renamed_pass", "moved": "moved_pass",
             "foreign_at_cited": "foreign_at_cited_pass", "other_task": "other_task_pass", "emptied": "emptied_pass",
             "emptied_library": "emptied_library_pass"}
-
-
-def p_implemented(leaf: LeafResult) -> float:
-    """The leaf's probability of "implemented": its confidence for a pass, one minus it otherwise."""
-    confidence = leaf.confidence if leaf.confidence is not None else 0.5
-    return confidence if leaf.verdict == "pass" else 1.0 - confidence
 
 
 def within_auc(leaves: dict[int, LeafResult], expected: dict[int, str | None]) -> float | None:

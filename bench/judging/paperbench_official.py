@@ -29,6 +29,7 @@ from judge.settings import configure_offline_environment
 configure_offline_environment()
 
 from paperbench_cases import code_diff, foreign_paper, load_case, paper_split, papers  # noqa: E402
+from reference_cases import p_implemented  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
@@ -39,12 +40,6 @@ from judge.models import LeafResult, Submission  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
 
 BEFORE = {"official_pass": "0.11", "foreign_pass": "0.004"}  # issue 36, judgeeval-v1 before this change
-
-
-def p_implemented(leaf: LeafResult) -> float:
-    """The leaf's probability of "implemented": its confidence for a pass, one minus it otherwise."""
-    confidence = leaf.confidence if leaf.confidence is not None else 0.5
-    return confidence if leaf.verdict == "pass" else 1.0 - confidence
 
 
 async def grade_paper(grader: Grader, paper: str, foreign: str, max_leaves: int | None

@@ -6,12 +6,13 @@ Data: ../shared/data/expbench/gt_code (held-out papers by default, as bench/judg
 `half_removed` variant (bench/cases/location_variants.py: own code without the cited lines of every other cited
 requirement). Each is prepared and judged through the `Grader` (embedded judge, expbench-v2, no reference); per
 submission, the AUC of each reading, kept leaves against removed ones; printed: the mean and median over
-submissions and in how many submissions it is above 0.5. "judge" is the leaf's probability of "implemented" (its
-confidence for a pass, one minus it otherwise, as leaf_local_gold.py's `half_removed_within_auc`); the others are
+submissions and in how many submissions it is above 0.5. "judge" is the leaf's probability of "implemented"
+(`reference_cases.p_implemented`: its confidence for a pass, one minus it for a fail, 0.5 for a partial, as
+leaf_local_gold.py's `half_removed_within_auc`); the others are
 features the requirement check stored for the leaf (judge/checks/requirement/features.py). "paired fit (train
 papers)" is a linear score fitted on the model's train papers (2 tasks each) to tell one requirement's features in
-own code from its features where its code was removed (`paired_fit`): a candidate for ranking within a submission,
-not a shipped decision (--no-paired-fit skips it).
+own code from its features where its code was removed (`paired_fit`, training/paired_contrasts.py's `joint_fit` on
+the pairs alone): a candidate for ranking within a submission, not a shipped decision (--no-paired-fit skips it).
 
 Reproduce:  .venv/bin/python bench/judging/within_submission_rank.py [--papers held-out|all|17388,...]
             [--tasks-per-paper 1] [--rubric expbench-v2] [--no-paired-fit]
@@ -28,18 +29,26 @@ from pathlib import Path
 from typing import Any
 
 sys.path.extend(str(d) for d in sorted((Path(__file__).resolve().parents[2] / "bench").iterdir()) if d.is_dir())
+sys.path.append(str(Path(__file__).resolve().parents[2] / "training"))
 
 from judge.settings import configure_offline_environment
 
 configure_offline_environment()
 
 import numpy as np  # noqa: E402
-from leaf_local_gold import p_implemented  # noqa: E402
 from location_variants import contrast_variants  # noqa: E402
-from reference_cases import add_case_arguments, all_cases, cases_to_grade, other_paper_case, variants, with_progress  # noqa: E402
+from paired_contrasts import Row, contrast_pairs, joint_fit, labelled_matrix  # noqa: E402
+from reference_cases import (  # noqa: E402
+    add_case_arguments,
+    all_cases,
+    cases_to_grade,
+    other_paper_case,
+    p_implemented,
+    variants,
+    with_progress,
+)
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
@@ -53,6 +62,8 @@ READINGS = ("judge", "txt_similarity", "txt_decoy_z", "txt_decoy_margin", "txt_m
             "txt_abstract_z", "txt_abstract_margin", "txt_abstract_cover", "txt_term_cover", "txt_term_cover_region",
             "txt_acting_share")
 PAIRED = "paired fit (train papers)"
+# The pairs' weight against the pooled rows in `joint_fit`: the pairs alone decide.
+PAIRS_ONLY = 1000.0
 
 
 async def leaf_readings(grader: Grader, task: Any, diff: str) -> dict[int, tuple[dict[str, float], float]]:
@@ -73,28 +84,26 @@ def _vector(features: dict[str, float]) -> np.ndarray:
 
 
 async def paired_fit(grader: Grader, cases: list[Any], everything: list[Any], console: Console) -> np.ndarray:
-    """Weights over `TEXT_FEATURES` from paired contrasts of one requirement: its features in own code minus its
-    features where its code was removed (half-removed and drop-one variants), against the reverse; a logistic
-    regression without intercept (scikit-learn's default C), on features scaled by their spread. Within one
-    submission, whatever belongs to the requirement rather than to its code cancels in such pairs."""
-    rows: list[np.ndarray] = []
-    pairs: list[np.ndarray] = []
+    """Weights over `TEXT_FEATURES` (on raw features) from paired contrasts of one requirement on the train papers:
+    its features in own code minus its features where its code was removed (half-removed and drop-one variants),
+    fitted by training/paired_contrasts.py's `joint_fit` on the pairs alone (pair weight 1000: the pooled rows
+    barely count), scikit-learn's default C."""
+    rows: list[Row] = []
     for case in with_progress(cases, console, "paired fit (train papers)"):
         own = await leaf_readings(grader, case.task, case.diff)
+        rows += [(features, "pass", case.task.task_id, "own", index) for index, (features, _) in own.items()]
         removed = [v for v in contrast_variants(case, other_paper_case(case, everything)) if v.kind == "half_removed"]
         removed += [v for v in variants(case, everything, restatements=False) if v.kind == "drop"]
-        rows += [_vector(features) for features, _ in own.values()]
         for variant in removed:
             graded = await leaf_readings(grader, case.task, variant.diff)
-            for index, expected in variant.expected.items():
-                if expected == "fail" and index in own and index in graded:
-                    pairs.append(_vector(own[index][0]) - _vector(graded[index][0]))
-    scale = np.vstack(rows).std(axis=0)
-    scale[scale == 0] = 1.0
-    x = np.vstack([np.vstack(pairs) / scale, -np.vstack(pairs) / scale])
-    y = np.array([1] * len(pairs) + [0] * len(pairs))
-    console.print(f"paired fit: {len(pairs)} pairs from {len(cases)} train tasks")
-    return LogisticRegression(fit_intercept=False, max_iter=5000).fit(x, y).coef_[0] / scale
+            rows += [(graded[index][0], "fail", case.task.task_id, variant.kind, index)
+                     for index, expected in variant.expected.items() if expected == "fail" and index in graded]
+    x, y = labelled_matrix(rows, TEXT_FEATURES)
+    kept, removed_features, _ = contrast_pairs(rows, TEXT_FEATURES)
+    console.print(f"paired fit: {len(kept)} pairs from {len(cases)} train tasks")
+    coef, _, _, scale = joint_fit(x, y, kept, removed_features, PAIRS_ONLY, 1.0)
+    weights: np.ndarray = coef / scale
+    return weights
 
 
 async def measure(grader: Grader, cases: list[Any], everything: list[Any], console: Console,

@@ -16,16 +16,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 
-import paired_contrasts
 from paired_contrasts import (
     Row,
     choose_pair_weight,
     compare_pair_weights,
     contrast_pairs,
     fit_text_model,
+    joint_fit,
+    labelled_matrix,
     out_of_fold_scores,
     within_submission_auc,
 )
@@ -77,7 +79,10 @@ def test_weight_chosen_by_the_within_submission_auc_while_pooled_macro_f1_holds(
     measured = compare_pair_weights(synthetic_rows(1), NAMES, 1.0, 0.9, weights=(0.0, 1.0))
     assert set(measured) == {0.0, 1.0}
     assert measured[1.0]["within_auc"] > measured[0.0]["within_auc"]
-    assert 0.0 <= measured[1.0]["passed"]["half_removed/fail"] <= 1.0
+    # At the operating point own code passes under both; the pooled fit keeps another paper's code out, and the
+    # pairs, which never see it, let more of it through (the trade-off measured on the train papers).
+    assert min(measured[0.0]["passed"]["own/pass"], measured[1.0]["passed"]["own/pass"]) > 0.8
+    assert measured[0.0]["passed"]["other_paper/fail"] < 0.2 < measured[1.0]["passed"]["other_paper/fail"]
 
 
 def test_exported_model_decides_at_its_operating_point() -> None:
@@ -99,11 +104,8 @@ def test_exported_model_decides_at_its_operating_point() -> None:
 
 def test_a_pair_weight_of_zero_is_the_pooled_logistic_fit() -> None:
     rows = synthetic_rows(3)
-    x = np.array([[row[0][n] for n in NAMES] for row in rows])
-    y = np.array([row[1] == "pass" for row in rows], dtype=np.int64)
-    coef, intercept, mean, scale = paired_contrasts.joint_fit(x, y, np.zeros((0, 2)), np.zeros((0, 2)), 0.0, 1.0)
-    from sklearn.linear_model import LogisticRegression
-
+    x, y = labelled_matrix(rows, NAMES)
+    coef, intercept, mean, scale = joint_fit(x, y, np.zeros((0, 2)), np.zeros((0, 2)), 0.0, 1.0)
     reference = LogisticRegression(C=1.0, max_iter=5000).fit((x - mean) / scale, y)
     assert coef == pytest.approx(reference.coef_[0], abs=0.02)
     assert intercept == pytest.approx(reference.intercept_[0], abs=0.05)
