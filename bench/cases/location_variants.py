@@ -170,13 +170,13 @@ def removed_half(case: GoldCase) -> tuple[list[int], list[int], set[int]]:
 
 def half_removed(case: GoldCase) -> Any:
     """Own code without the cited lines of half of the cited requirements (`removed_half`), as a Variant."""
-    from reference_cases import Variant
+    from reference_cases import Variant, held_elsewhere
 
     removed, kept, touched = removed_half(case)
-    spans = [s for i in removed for s in case.cited[i]]
-    expected: dict[int, str | None] = {i: "fail" for i in removed}
+    diff = render_without(case.blocks, [s for i in removed for s in case.cited[i]])
+    expected: dict[int, str | None] = {i: None if held_elsewhere(case, i, diff) else "fail" for i in removed}
     expected.update({k: None if k in touched else "pass" for k in kept})
-    return Variant("half_removed", render_without(case.blocks, spans), expected)
+    return Variant("half_removed", diff, expected)
 
 
 def renamed_own(case: GoldCase) -> Any:
@@ -198,7 +198,7 @@ def emptied_helpers(case: GoldCase, *, library: bool = False) -> Any | None:
     """Own code with the functions holding half of the requirements' cited lines emptied (None when none of
     those lines lies in a function): emptied leaves fail, untouched ones pass, the rest have no target.
     `library`: emptied to placeholders written with library calls (`emptied_library`), not to `pass`."""
-    from reference_cases import Variant
+    from reference_cases import Variant, held_elsewhere
 
     removed, _, _ = removed_half(case)
     wanted: dict[str, set[int]] = {}
@@ -208,12 +208,14 @@ def emptied_helpers(case: GoldCase, *, library: bool = False) -> Any | None:
     files, gone = emptied(_files(case.blocks), wanted, LIBRARY_PLACEHOLDERS if library else (PLACEHOLDER,))
     if not any(gone.values()):
         return None
+    diff = added_diff(files)
     expected: dict[int, str | None] = {}
     for i in sorted(case.cited):
         lines = [(s.file, n) for s in case.cited[i] for n in range(s.start, s.end + 1)]
         hit = sum(n in gone.get(f, set()) for f, n in lines)
-        expected[i] = "fail" if hit == len(lines) else "pass" if hit == 0 else None
-    return Variant("emptied_library" if library else "emptied", added_diff(files), expected)
+        emptied_here = hit == len(lines) and not held_elsewhere(case, i, diff)
+        expected[i] = "fail" if emptied_here else "pass" if hit == 0 else None
+    return Variant("emptied_library" if library else "emptied", diff, expected)
 
 
 def contrast_variants(case: GoldCase, foreign: GoldCase | None, *, emptied_too: bool = False) -> list[Any]:

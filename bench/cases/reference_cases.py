@@ -73,6 +73,21 @@ def _cited_lines(case: GoldCase, index: int) -> list[str]:
     return [line.strip() for s in case.cited[index] for line in by_path[s.file][s.start - 1 : s.end] if line.strip()]
 
 
+def added_lines(diff: str) -> set[str]:
+    """The non-empty lines a diff adds, stripped."""
+    return {line[1:].strip() for line in diff.splitlines()
+            if line.startswith("+") and not line.startswith("+++") and line[1:].strip()}
+
+
+def held_elsewhere(case: GoldCase, index: int, diff: str) -> bool:
+    """Whether every cited line of requirement `index` stands, verbatim (stripped), among the lines `diff` adds. A
+    variant that removes or empties a requirement's cited lines while a twin of each stays elsewhere (a second
+    script with the same lines, a call repeated in another function) has not removed its code: its leaf has no
+    target, as a leaf of another task's code that holds its lines has none."""
+    lines = _cited_lines(case, index)
+    return bool(lines) and set(lines) <= added_lines(diff)
+
+
 def other_task(case: GoldCase, cases: list[GoldCase]) -> GoldCase | None:
     """Another task of the same paper: the one whose files overlap this task's least."""
     mine = {b.path for b in case.blocks}
@@ -82,27 +97,30 @@ def other_task(case: GoldCase, cases: list[GoldCase]) -> GoldCase | None:
 
 def variants(case: GoldCase, cases: list[GoldCase], *, drops: int = DROPS_PER_TASK,
              restatements: bool = True) -> list[Variant]:
-    """Own code, its rewrite, drop-one (the first `drops` cited requirements), another task's code, and
-    (when `restatements`) every restatement form."""
+    """Own code, its rewrite, drop-one (the first `drops` cited requirements whose lines do not all stay elsewhere,
+    `held_elsewhere`), another task's code, and (when `restatements`) every restatement form."""
     cited = sorted(case.cited)
     out = [Variant("own", case.diff, dict.fromkeys(cited, "pass")),
            Variant("rewrite", added_diff(rewrite(files_of(case.blocks))), dict.fromkeys(cited, "pass"))]
-    for index in cited[:drops]:
+    made = 0
+    for index in cited:
+        if made == drops:
+            break
         removed = case.cited[index]
+        diff = render_without(case.blocks, removed)
+        if held_elsewhere(case, index, diff):
+            continue  # each of its lines stays elsewhere: removing them drops nothing
+        made += 1
         expected: dict[int, str | None] = {index: "fail"}
         for other in cited:
             if other != index:
                 touched = any(s.overlaps(r) for s in case.cited[other] for r in removed)
                 expected[other] = None if touched else "pass"
-        out.append(Variant("drop", render_without(case.blocks, removed), expected, dropped=index))
+        out.append(Variant("drop", diff, expected, dropped=index))
     foreign = other_task(case, cases)
     if foreign is not None:
-        present = "\n".join(line.strip() for b in foreign.blocks for line in b.lines)
-        expected = {}
-        for index in cited:
-            lines = _cited_lines(case, index)
-            # A leaf whose cited lines the other task's code holds too is implemented there: no target.
-            expected[index] = None if lines and all(line in present for line in lines) else "fail"
+        # A leaf whose cited lines the other task's code holds too is implemented there: no target.
+        expected = {index: None if held_elsewhere(case, index, foreign.diff) else "fail" for index in cited}
         out.append(Variant("other_task", foreign.diff, expected))
     if restatements:
         requirements = list(case.task.requirements)
