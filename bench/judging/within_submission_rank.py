@@ -43,19 +43,17 @@ from reference_cases import (  # noqa: E402
     all_cases,
     cases_to_grade,
     other_paper_case,
-    p_implemented,
     variants,
     with_progress,
 )
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
+from text_feature_ceiling import judged_leaves  # noqa: E402
 
-from judge.checks.requirement.check import requirement_feature_vector  # noqa: E402
 from judge.checks.requirement.features import TEXT_FEATURES  # noqa: E402
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
-from judge.models import Submission  # noqa: E402
 from judge.rubric_loader import load_rubric  # noqa: E402
 
 READINGS = ("judge", "txt_similarity", "txt_decoy_z", "txt_decoy_margin", "txt_margin", "txt_abstract_similarity",
@@ -69,14 +67,8 @@ PAIRS_ONLY = 1000.0
 async def leaf_readings(grader: Grader, task: Any, diff: str) -> dict[int, tuple[dict[str, float], float]]:
     """Per requirement leaf (by index) of `diff` graded against `task` without the reference: the features the
     requirement check stored, and the judge's probability of "implemented"."""
-    prepared = await grader.prepare(task, Submission(submission_id="bench:within", task_id=task.task_id, diff=diff))
-    results = {r.leaf_id: r for r in (await grader.judge_prepared(prepared)).results}
-    out = {}
-    for evidence in prepared.evidence:
-        kind, _, index = evidence.leaf.id.partition(".")
-        if kind == "requirement" and index.isdigit():
-            out[int(index)] = (requirement_feature_vector(evidence), p_implemented(results[evidence.leaf.id]))
-    return out
+    return {index: (leaf["features"], leaf["p_judge"]) for index, leaf in
+            (await judged_leaves(grader, task, diff)).items()}
 
 
 def _vector(features: dict[str, float]) -> np.ndarray:
