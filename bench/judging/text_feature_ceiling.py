@@ -15,6 +15,9 @@ Readers, each held to the same bar: the score at which it passes as many own-cod
   text model alone      the shipped text model's probability, no gate or rule after it
   linear, in-sample     a logistic regression over every text feature fitted on these very leaves: an optimistic
                         ceiling for any linear decision over the features (it has seen the answers)
+  linear, per contrast  for each kind of expected fail, a logistic regression fitted in-sample on own code against
+                        that kind's leaves alone (classes balanced): the most a linear decision could do for that one
+                        contrast, with no other to serve
   trees, paper out      gradient-boosted trees over the same features, fitted on the other held-out papers' leaves
                         (one paper left out at a time): a non-linear reading that has to generalise
   ... + gates           the reader where no gate failed the leaf, failed where one did
@@ -81,7 +84,8 @@ TARGETS = {("own", "pass"): ("own code", ""),
 # Reader -> its column heading.
 HEADINGS = {"judge today": "judge\ntoday", "text model alone": "text\nmodel", "text model alone + gates": "+ gates",
             "linear, in-sample": "linear,\nin-sample", "linear, in-sample + gates": "+ gates",
-            "trees, paper out": "trees,\npaper out", "trees, paper out + gates": "+ gates"}
+            "trees, paper out": "trees,\npaper out", "trees, paper out + gates": "+ gates",
+            "linear, per contrast": "linear, per\ncontrast"}
 CHECK = RequirementInDiff()
 
 
@@ -139,6 +143,28 @@ def reader_scores(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
             "trees, paper out": trees}
 
 
+def per_contrast_ceiling(rows: list[dict[str, Any]], own_pass: float) -> dict[str, float]:
+    """Per kind of expected-fail leaves: the share passed by a linear decision fitted in-sample on own-code leaves
+    against that kind's leaves alone, at the bar that passes `own_pass` of own code."""
+    def matrix(chosen: list[dict[str, Any]]) -> np.ndarray:
+        return np.array([[row["features"].get(name, 0.0) for name in TEXT_FEATURES] for row in chosen])
+
+    own = matrix([row for row in rows if row["kind"] == "own"])
+    out = {}
+    for kind, label in TARGETS:
+        negatives = matrix([row for row in rows if row["kind"] == kind and row["label"] == "fail"])
+        if label != "fail" or not len(negatives):
+            continue
+        scaler = StandardScaler().fit(np.vstack([own, negatives]))
+        fitted = LogisticRegression(C=1.0, class_weight="balanced", max_iter=20000).fit(
+            scaler.transform(np.vstack([own, negatives])), np.r_[np.ones(len(own)), np.zeros(len(negatives))])
+        own_scores = np.sort(fitted.decision_function(scaler.transform(own)))
+        bar = own_scores[min(len(own_scores) - 1, round((1.0 - own_pass) * len(own_scores)))]
+        out[f"{kind}/fail"] = float(np.mean(fitted.decision_function(scaler.transform(negatives)) >= bar))
+    out["own/pass"] = own_pass
+    return out
+
+
 def shares(rows: list[dict[str, Any]], scores: np.ndarray, own_pass: float | None, gates: bool) -> dict[str, float]:
     """The share passed per (kind, label) at the bar that passes `own_pass` of own-code leaves (None: the judge's
     verdicts), and the mean AUC of `scores` within each half-removed submission."""
@@ -170,6 +196,7 @@ def report(console: Console, rows: list[dict[str, Any]]) -> dict[str, dict[str, 
         figures[name] = shares(rows, scores, None if name == "judge today" else judge_own, gates=False)
         if name != "judge today":
             figures[f"{name} + gates"] = shares(rows, scores, judge_own, gates=True)
+    figures["linear, per contrast"] = per_contrast_ceiling(rows, judge_own)
     table = Table(title=f"without the reference: share passed at the bar that passes {judge_own:.3f} of own code "
                         f"(as the judge today), {len({row['task'] for row in rows})} held-out tasks")
     table.add_column("contrast (leaves)")
@@ -179,10 +206,11 @@ def report(console: Console, rows: list[dict[str, Any]]) -> dict[str, dict[str, 
     for (kind, label), (title, target) in TARGETS.items():
         key = f"{kind}/{label}"
         count = sum(f"{row['kind']}/{row['label']}" == key for row in rows)
-        table.add_row(f"{title} ({count})", *(f"{figures[name].get(key, float('nan')):.3f}" for name in figures),
-                      target)
+        table.add_row(f"{title} ({count})", *(f"{figures[name][key]:.3f}" if key in figures[name] else "-"
+                                              for name in figures), target)
     table.add_row(f"half removed: AUC within ({int(figures['judge today']['within n'])} subm.)",
-                  *(f"{figures[name]['within AUC']:.3f}" for name in figures), "")
+                  *(f"{figures[name]['within AUC']:.3f}" if "within AUC" in figures[name] else "-" for name in figures),
+                  "")
     console.print(table)
     return figures
 
@@ -192,7 +220,7 @@ def main() -> None:
     add_case_arguments(parser, tasks_per_paper=3)
     parser.add_argument("--json", type=Path, default=None, help="write the figures and the rows here")
     args = parser.parse_args()
-    console = Console(width=max(Console().width, 130))
+    console = Console(width=max(Console().width, 145))
     everything = all_cases()
     train, chosen, cases = cases_to_grade(everything, args.papers, args.tasks_per_paper)
     if set(chosen) & set(train):
