@@ -13,7 +13,7 @@ import argparse
 import hashlib
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from evidence_gold import FileBlock, GoldCase, Span, load_cases, render_without
 from reference_variants import RESTATEMENTS, added_diff, rewrite
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from sklearn.metrics import roc_auc_score
 
 from judge.models import LeafResult, Task
 
@@ -177,6 +178,14 @@ def cases_to_grade(everything: list[GoldCase], papers: str, tasks_per_paper: int
 __all__ = ["GoldCase", "Span", "Variant", "add_case_arguments", "all_cases", "cases_to_grade", "files_of",
            "other_paper", "other_paper_case", "other_task", "split_papers", "variants", "with_progress",
            "with_reference"]
+
+
+def submission_auc(kept: Sequence[bool], scores: Sequence[float]) -> float | None:
+    """The AUC of `scores`, kept (expected-pass) leaves over the others, within one submission; None when it holds
+    only one of the two."""
+    if all(kept) or not any(kept):
+        return None
+    return float(roc_auc_score(list(kept), list(scores)))
 
 
 def p_implemented(leaf: LeafResult) -> float:

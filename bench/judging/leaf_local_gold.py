@@ -55,6 +55,7 @@ from reference_cases import (  # noqa: E402
     cases_to_grade,
     other_paper_case,
     p_implemented,
+    submission_auc,
     variants,
     with_progress,
     with_reference,
@@ -62,7 +63,6 @@ from reference_cases import (  # noqa: E402
 from reference_variants import added_diff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from judge.grading.grader import Grader  # noqa: E402
 from judge.judges.embedded import EmbeddedJudge  # noqa: E402
@@ -117,10 +117,7 @@ def within_auc(leaves: dict[int, LeafResult], expected: dict[int, str | None]) -
     """AUC of the leaves' probability of "implemented", expected-pass against expected-fail, in one submission."""
     scored = [(p_implemented(leaves[i]), label == "pass") for i, label in expected.items()
               if label is not None and i in leaves]
-    labels = [y for _, y in scored]
-    if all(labels) or not any(labels):
-        return None
-    return float(roc_auc_score(labels, [p for p, _ in scored]))
+    return submission_auc([y for _, y in scored], [p for p, _ in scored])
 
 
 async def measure(grader: Grader, cases: list[Any], everything: list[Any], console: Console) -> dict[str, list[float]]:

@@ -52,6 +52,7 @@ from reference_cases import (  # noqa: E402
     cases_to_grade,
     other_paper_case,
     p_implemented,
+    submission_auc,
     variants,
     with_progress,
 )
@@ -59,7 +60,6 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.metrics import roc_auc_score  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from judge.checks.requirement.check import RequirementInDiff, requirement_feature_vector  # noqa: E402
@@ -126,9 +126,21 @@ async def collect(grader: Grader, cases: list[Any], everything: list[Any], conso
     return rows
 
 
+def feature_matrix(rows: list[dict[str, Any]]) -> np.ndarray:
+    """The rows' `TEXT_FEATURES`, one row each."""
+    return np.array([[row["features"].get(name, 0.0) for name in TEXT_FEATURES] for row in rows]).reshape(
+        -1, len(TEXT_FEATURES))
+
+
+def own_code_bar(own_scores: np.ndarray, own_pass: float) -> float:
+    """The score at and above which `own_pass` of own-code leaves (scored `own_scores`) pass."""
+    ordered = np.sort(own_scores)
+    return float(ordered[min(len(ordered) - 1, round((1.0 - own_pass) * len(ordered)))])
+
+
 def reader_scores(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     """Each reader's score per row (higher: more implemented)."""
-    x = np.array([[row["features"].get(name, 0.0) for name in TEXT_FEATURES] for row in rows])
+    x = feature_matrix(rows)
     y = np.array([row["label"] == "pass" for row in rows], dtype=np.int64)
     papers = np.array([row["task"].split(":")[0] for row in rows])
     z = StandardScaler().fit_transform(x)
@@ -146,20 +158,16 @@ def reader_scores(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
 def per_contrast_ceiling(rows: list[dict[str, Any]], own_pass: float) -> dict[str, float]:
     """Per kind of expected-fail leaves: the share passed by a linear decision fitted in-sample on own-code leaves
     against that kind's leaves alone, at the bar that passes `own_pass` of own code."""
-    def matrix(chosen: list[dict[str, Any]]) -> np.ndarray:
-        return np.array([[row["features"].get(name, 0.0) for name in TEXT_FEATURES] for row in chosen])
-
-    own = matrix([row for row in rows if row["kind"] == "own"])
+    own = feature_matrix([row for row in rows if row["kind"] == "own"])
     out = {}
     for kind, label in TARGETS:
-        negatives = matrix([row for row in rows if row["kind"] == kind and row["label"] == "fail"])
+        negatives = feature_matrix([row for row in rows if row["kind"] == kind and row["label"] == "fail"])
         if label != "fail" or not len(negatives):
             continue
         scaler = StandardScaler().fit(np.vstack([own, negatives]))
         fitted = LogisticRegression(C=1.0, class_weight="balanced", max_iter=20000).fit(
             scaler.transform(np.vstack([own, negatives])), np.r_[np.ones(len(own)), np.zeros(len(negatives))])
-        own_scores = np.sort(fitted.decision_function(scaler.transform(own)))
-        bar = own_scores[min(len(own_scores) - 1, round((1.0 - own_pass) * len(own_scores)))]
+        bar = own_code_bar(fitted.decision_function(scaler.transform(own)), own_pass)
         out[f"{kind}/fail"] = float(np.mean(fitted.decision_function(scaler.transform(negatives)) >= bar))
     out["own/pass"] = own_pass
     return out
@@ -171,8 +179,7 @@ def shares(rows: list[dict[str, Any]], scores: np.ndarray, own_pass: float | Non
     if own_pass is None:
         passed = np.array([row["verdict"] == "pass" for row in rows])
     else:
-        own = np.sort(scores[[row["kind"] == "own" for row in rows]])
-        passed = scores >= own[min(len(own) - 1, round((1.0 - own_pass) * len(own)))]
+        passed = scores >= own_code_bar(scores[[row["kind"] == "own" for row in rows]], own_pass)
     if gates:
         passed &= ~np.array([row["gated"] for row in rows])
     found: dict[str, list[bool]] = defaultdict(list)
@@ -181,8 +188,8 @@ def shares(rows: list[dict[str, Any]], scores: np.ndarray, own_pass: float | Non
         found[f"{row['kind']}/{row['label']}"].append(bool(verdict))
         if row["kind"] == "half_removed":
             within[row["task"]].append((row["label"] == "pass", float(score) if not (gates and row["gated"]) else -1e9))
-    aucs = [roc_auc_score([k for k, _ in pairs], [s for _, s in pairs]) for pairs in within.values()
-            if 0 < sum(k for k, _ in pairs) < len(pairs)]
+    found_aucs = [submission_auc([k for k, _ in pairs], [s for _, s in pairs]) for pairs in within.values()]
+    aucs = [auc for auc in found_aucs if auc is not None]
     out = {key: float(np.mean(values)) for key, values in found.items()}
     out["within AUC"] = float(np.mean(aucs)) if aucs else float("nan")
     out["within n"] = float(len(aucs))

@@ -43,12 +43,12 @@ from reference_cases import (  # noqa: E402
     all_cases,
     cases_to_grade,
     other_paper_case,
+    submission_auc,
     variants,
     with_progress,
 )
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-from sklearn.metrics import roc_auc_score  # noqa: E402
 from text_feature_ceiling import judged_leaves  # noqa: E402
 
 from judge.checks.requirement.features import TEXT_FEATURES  # noqa: E402
@@ -116,10 +116,10 @@ async def measure(grader: Grader, cases: list[Any], everything: list[Any], conso
                     readings[PAIRED] = float(paired @ _vector(features))
                 rows.append((expected == "pass", readings))
             labels = [kept for kept, _ in rows]
-            if all(labels) or not any(labels):
-                continue
             for name in (*READINGS, *([PAIRED] if paired is not None else [])):
-                aucs[name].append(float(roc_auc_score(labels, [r.get(name, 0.0) for _, r in rows])))
+                auc = submission_auc(labels, [r.get(name, 0.0) for _, r in rows])
+                if auc is not None:
+                    aucs[name].append(auc)
     return aucs
 
 
