@@ -32,7 +32,8 @@ from sklearn.metrics import f1_score, roc_auc_score
 from judge.checks.learned import LearnedModel, SigmoidMap
 
 FloatArray = npt.NDArray[np.float64]
-# (features, label, group: the task, the variant kind, the leaf's requirement index), as train_requirement_model.Row
+# (features, label, group: the task, the variant kind, the leaf's requirement index; -1 unknown): a training row
+# (train_requirement_model.Row is this type)
 Row = tuple[dict[str, float], str, str, str, int]
 # Variants in which a requirement's code was removed while the rest of its submission stayed.
 REMOVED_KINDS = frozenset({"drop", "half_removed"})

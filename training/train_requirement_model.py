@@ -84,7 +84,7 @@ from judge.rubric_loader import load_rubric  # noqa: E402
 
 TEXT_PASS_RECALL = 0.9
 # (features, label, group: the task, the variant kind it came from, the leaf's requirement index; -1 unknown)
-Row = tuple[dict[str, float], str, str, str, int]
+Row = paired_contrasts.Row
 
 
 async def collect(cases: list[Any], grader: Grader, console: Console, everything: list[Any],
