@@ -79,18 +79,22 @@ def _python(files: dict[str, str]) -> dict[str, tuple[bytes, Node]]:
     return out
 
 
+def _tokens(names: set[str]) -> dict[str, str]:
+    return {name: f"n{i}_{len(name)}" for i, name in enumerate(sorted(names))}
+
+
 def meaningless_names(files: dict[str, str]) -> dict[str, str]:
     """Every name the Python code of `files` defines (variables, parameters, functions, methods, classes) -> the
     meaningless token `renamed` gives it (`load_checkpoint` -> `n17_15`)."""
     variables, defined, _ = _definitions({p: root for p, (_, root) in _python(files).items()})
-    return {name: f"n{i}_{len(name)}" for i, name in enumerate(sorted(variables | defined))}
+    return _tokens(variables | defined)
 
 
 def renamed(files: dict[str, str]) -> dict[str, str]:
     """`files` with every name their code defines renamed to a meaningless token and comments removed."""
     parsed = _python(files)
-    _, defined, _ = _definitions({p: root for p, (_, root) in parsed.items()})
-    names = meaningless_names(files)
+    variables, defined, _ = _definitions({p: root for p, (_, root) in parsed.items()})
+    names = _tokens(variables | defined)
     out = {path: _strip_comment_lines(text) for path, text in files.items()}
     for path, (source, root) in parsed.items():
         out[path] = _edit(source, root, names, defined, strip=True).decode("utf-8", "replace")

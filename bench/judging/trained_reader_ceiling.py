@@ -78,7 +78,7 @@ _CITATION = re.compile(r"\([^)]*:\d+[^)]*\)|^\s*Step\s+\d+\s*:")
 _COMMENT = re.compile(r"#.*$|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''", re.MULTILINE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 Matrix = np.ndarray
-Scorer = Callable[["TaskText", str], Matrix]
+Scorer = Callable[["TaskText", str, Sequence[str] | None], Matrix]  # (task, form, other code) -> scores
 
 
 @dataclass
@@ -197,7 +197,7 @@ def fine_tune(encoder: Encoder, tasks: list[TaskText], console: Console, *, epoc
     encoder.model.eval()
 
 
-def evaluate(score: Callable[[TaskText, str, Sequence[str] | None], Matrix], tasks: list[TaskText],
+def evaluate(score: Scorer, tasks: list[TaskText],
              others: dict[str, TaskText | None], form: str, *, halves: int, seed: int) -> dict[str, float]:
     """The figures of one reader in one form over `tasks` (see the module docstring)."""
     rng = random.Random(seed)
@@ -260,7 +260,7 @@ def main() -> None:
     encoder = Encoder()
     results: dict[str, dict[str, dict[str, float]]] = {}
 
-    def run(name: str, score: Callable[[TaskText, str, Sequence[str] | None], Matrix]) -> None:
+    def run(name: str, score: Scorer) -> None:
         results[name] = {form: evaluate(score, held, others, form, halves=args.halves, seed=args.seed)
                          for form in FORMS}
         results[name + " (train papers)"] = {
