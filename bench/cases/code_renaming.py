@@ -156,8 +156,8 @@ def emptied(files: dict[str, str], lines: dict[str, set[int]], placeholders: Seq
                        reverse=True)
         for k, (first, indent) in enumerate(outer):
             before = sum(1 for n in range(first) if n not in taken)
-            body = placeholders[k % len(placeholders)].split("\n")
-            keep[before:before] = [" " * indent + line for line in body]
+            placeholder = placeholders[k % len(placeholders)].split("\n")
+            keep[before:before] = [" " * indent + line for line in placeholder]
         out[path] = "\n".join(keep)
         gone[path] = {n + 1 for n in taken}
     return out, gone
