@@ -83,11 +83,23 @@ def _tokens(names: set[str]) -> dict[str, str]:
     return {name: f"n{i}_{len(name)}" for i, name in enumerate(sorted(names))}
 
 
-def meaningless_names(files: dict[str, str]) -> dict[str, str]:
-    """Every name the Python code of `files` defines (variables, parameters, functions, methods, classes) -> the
-    meaningless token `renamed` gives it (`load_checkpoint` -> `n17_15`)."""
+def meaningless_names(files: dict[str, str]) -> tuple[dict[str, str], set[str]]:
+    """(every name the Python code of `files` defines (variables, parameters, functions, methods, classes) -> the
+    meaningless token `renamed` gives it (`load_checkpoint` -> `n17_15`), the functions, methods and classes among
+    them, which are renamed where used as attributes too)."""
     variables, defined, _ = _definitions({p: root for p, (_, root) in _python(files).items()})
-    return _tokens(variables | defined)
+    return _tokens(variables | defined), defined
+
+
+def renamed_fragment(path: str, text: str, names: dict[str, str], attributes: set[str]) -> str:
+    """Some lines of the file at `path` as `renamed` leaves them in the whole file, with its files' mapping
+    (`meaningless_names`): for readers that need a span's lines on their own. Python is renamed and loses its
+    comments and docstrings; other files lose their whole-line comments."""
+    if not path.endswith(".py"):
+        return _strip_comment_lines(text)
+    source = text.encode("utf-8")
+    root = parser_for("python").parse(source).root_node
+    return _edit(source, root, names, attributes, strip=True).decode("utf-8", "replace")
 
 
 def renamed(files: dict[str, str]) -> dict[str, str]:
